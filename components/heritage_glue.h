@@ -1,0 +1,42 @@
+/*
+ * What every heritage component's PAPI glue shares: turning libheritage's
+ * negative errno values into PAPI error codes, and reporting the message
+ * libheritage recorded.  Compiled inside PAPI (components/), never in src/.
+ */
+#ifndef HERITAGE_GLUE_H
+#define HERITAGE_GLUE_H
+
+#include <errno.h>
+
+#include "common/heritage_error.h"
+#include "papi.h"
+#include "papi_internal.h"
+
+static inline int heritage_papi_error(int neg_errno)
+{
+	switch (neg_errno) {
+	case 0: return PAPI_OK;
+	case -EINVAL: return PAPI_EINVAL;
+	case -ENOENT: return PAPI_ENOEVNT;
+	case -ENOTSUP: return PAPI_ENOSUPP;
+	case -EBUSY:
+	case -ENOSPC: return PAPI_ECNFLCT;
+	case -EPERM:
+	case -EACCES: return PAPI_EPERM;
+	case -ENOMEM: return PAPI_ENOMEM;
+	default: return PAPI_ESYS;
+	}
+}
+
+/* Print libheritage's message the way PAPI prints its own errors (PAPIERROR
+ * prints when the PAPI debug level or PAPI_VERBOSE asks) and return the code. */
+static inline int heritage_papi_fail(int neg_errno)
+{
+	int code = heritage_papi_error(neg_errno);
+
+	if (code != PAPI_OK && heritage_last_error()[0] != '\0')
+		PAPIERROR("%s", (char *)heritage_last_error());
+	return code;
+}
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * itanium2: Itanium 2 data and instruction address-range restriction
+ * (PAPI_set_opt(PAPI_DATA_ADDRESS / PAPI_INSTR_ADDRESS)) on x86-64 Linux.
+ * The events are src/itanium2/it2_events.c, the range semantics
+ * src/itanium2/it2_set.c, the mapping src/rangemap, the counting src/watch;
+ * this file is the papi_vector_t glue.  See itanium2(3).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "papi.h"
+#include "papi_internal.h"
+#include "papi_memory.h"
+#include "papi_vector.h"
+
+#include "../heritage_glue.h"
+#include "itanium2/it2_events.h"
+#include "itanium2/it2_set.h"
+#include "papi_heritage.h"
+
+papi_vector_t _itanium2_vector;
+
+typedef struct {
+	int unused;
+} it2_context_t;
+
+typedef struct {
+	struct it2_set set;
+} it2_control_t;
+
+static int it2_init_component(int cidx)
+{
+	_itanium2_vector.cmp_info.CmpIdx = cidx;
+	_itanium2_vector.cmp_info.num_native_events = IT2_NEVENTS;
+	_itanium2_vector.cmp_info.disabled = 0;
+	return PAPI_OK;
+}
+
+static int it2_init_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int it2_shutdown_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int it2_init_control_state(hwd_control_state_t *ctl)
+{
+	it2_control_t *c = ctl;
+	/* A bad PAPI_HERITAGE_ITANIUM2_MODE falls back to coarse here: the
+	 * framework cannot report a message from binding; start reports it. */
+	it2_set_init(&c->set);
+	return PAPI_OK;
+}
+
+static int it2_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *native, int count,
+                                    hwd_context_t *ctx)
+{
+	it2_control_t *c = ctl;
+	unsigned codes[IT2_MAX_EVENTS];
+	(void)ctx;
+
+	if (count > IT2_MAX_EVENTS)
+		return PAPI_ECNFLCT;
+	for (int i = 0; i < count; i++) {
+		codes[i] = (unsigned)native[i].ni_event;
+		native[i].ni_position = i;
+	}
+	return heritage_papi_fail(it2_set_events(&c->set, codes, (unsigned)count));
+}
+
+static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	it2_control_t *c = ctl;
+	(void)ctx;
+	return heritage_papi_fail(it2_set_start(&c->set));
+}
+
+static int it2_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	it2_control_t *c = ctl;
+	(void)ctx;
+	return heritage_papi_fail(it2_set_stop(&c->set));
+}
+
+static int it2_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)
+{
+	it2_control_t *c = ctl;
+	(void)ctx;
+	(void)flags;
+	it2_set_read(&c->set);
+	*values = c->set.values;
+	return PAPI_OK;
+}
+
+static int it2_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	it2_control_t *c = ctl;
+	(void)ctx;
+	it2_set_reset(&c->set);
+	return PAPI_OK;
+}
+
+/* Itanium counters could not be preset through PAPI either: refuse rather
+ * than pretend. */
+static int it2_write(hwd_context_t *ctx, hwd_control_state_t *ctl, long long *from)
+{
+	(void)ctx;
+	(void)ctl;
+	(void)from;
+	return PAPI_ENOSUPP;
+}
+
+static int it2_cleanup_eventset(hwd_control_state_t *ctl)
+{
+	it2_control_t *c = ctl;
+	it2_set_stop(&c->set);
+	it2_set_drop_ranges(&c->set);
+	return PAPI_OK;
+}
+
+static int it2_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
+{
+	(void)ctx;
+	switch (code) {
+	case PAPI_DATA_ADDRESS:
+	case PAPI_INSTR_ADDRESS: {
+		_papi_int_addr_range_t *r = &option->address_range;
+		it2_control_t *c = r->ESI->ctl_state;
+		int err = it2_set_range(&c->set, code == PAPI_INSTR_ADDRESS, (uint64_t)(uintptr_t)r->start,
+		                        (uint64_t)(uintptr_t)r->end, (uintptr_t)c, (uintptr_t)(c + 1),
+		                        &r->start_off, &r->end_off);
+		return heritage_papi_fail(err);
+	}
+	case PAPI_DOMAIN:
+	case PAPI_DEFDOM:
+		return option->domain.domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
+	case PAPI_GRANUL:
+	case PAPI_DEFGRN:
+		return PAPI_OK;
+	default:
+		return PAPI_ENOSUPP;
+	}
+}
+
+/* Range restriction is user-level on Itanium (PAPI forced PLM3): so is ours. */
+static int it2_set_domain(hwd_control_state_t *ctl, int domain)
+{
+	(void)ctl;
+	return domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
+}
+
+static int next_matching(unsigned *code, unsigned need)
+{
+	for (unsigned i = (*code & IT2_CODE_INDEX_MASK) + 1; i < IT2_NEVENTS; i++) {
+		if ((it2_events[i].ranges & need) == need) {
+			*code = i;
+			return PAPI_OK;
+		}
+	}
+	return PAPI_ENOEVNT;
+}
+
+static int it2_ntv_enum_events(unsigned *code, int modifier)
+{
+	switch (modifier) {
+	case PAPI_ENUM_FIRST:
+		*code = 0;
+		return PAPI_OK;
+	case PAPI_ENUM_EVENTS:
+		return next_matching(code, 0);
+	case PAPI_NTV_ENUM_DARR:
+		return next_matching(code, IT2_DARR);
+	case PAPI_NTV_ENUM_IARR:
+		return next_matching(code, IT2_IARR);
+	case PAPI_NTV_ENUM_UMASKS:
+		/* Qualifiers of a base event: :exact=1, then :exact=0. */
+		if (!(*code & IT2_CODE_EXACT_SET)) {
+			if ((*code & IT2_CODE_INDEX_MASK) >= IT2_NEVENTS || !it2_events[*code].ranges)
+				return PAPI_ENOEVNT;
+			*code |= IT2_CODE_EXACT_SET | IT2_CODE_EXACT_ON;
+			return PAPI_OK;
+		}
+		if (*code & IT2_CODE_EXACT_ON) {
+			*code &= ~IT2_CODE_EXACT_ON;
+			return PAPI_OK;
+		}
+		return PAPI_ENOEVNT;
+	default:
+		return PAPI_EINVAL;
+	}
+}
+
+static int it2_ntv_name_to_code(const char *name, unsigned *code)
+{
+	return heritage_papi_fail(it2_event_parse(name, code));
+}
+
+static int it2_ntv_code_to_name(unsigned code, char *name, int len)
+{
+	return it2_event_format(code, name, len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static const char *qualifier_descr(unsigned code)
+{
+	return (code & IT2_CODE_EXACT_ON) ? "exact mode: only the requested bytes count, offsets 0"
+	                                  : "coarse mode (default): the Itanium 2 power-of-two cover counts";
+}
+
+static int it2_ntv_code_to_descr(unsigned code, char *descr, int len)
+{
+	unsigned idx = code & IT2_CODE_INDEX_MASK;
+
+	if (idx >= IT2_NEVENTS)
+		return PAPI_ENOEVNT;
+	if (code & IT2_CODE_EXACT_SET)
+		snprintf(descr, (size_t)len, "%s masks:%s", it2_events[idx].desc, qualifier_descr(code));
+	else
+		snprintf(descr, (size_t)len, "%s", it2_events[idx].desc);
+	return PAPI_OK;
+}
+
+static int it2_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
+{
+	unsigned idx = code & IT2_CODE_INDEX_MASK;
+	char name[PAPI_MAX_STR_LEN];
+
+	if (it2_event_format(code, name, sizeof name) != 0)
+		return PAPI_ENOEVNT;
+	snprintf(info->symbol, sizeof info->symbol, "%s", name);
+	it2_ntv_code_to_descr(code, info->long_descr, sizeof info->long_descr);
+	snprintf(info->short_descr, sizeof info->short_descr, "%s", it2_events[idx].name);
+	snprintf(info->units, sizeof info->units, "%s", idx == IT2_CPU_CYCLES ? "cycles" : "");
+	info->data_type = PAPI_DATATYPE_UINT64;
+	info->value_type = PAPI_VALUETYPE_RUNNING_SUM;
+	info->timescope = PAPI_TIMESCOPE_SINCE_START;
+	return PAPI_OK;
+}
+
+/* ------------------------------------------------------------ heritage API */
+
+int papi_heritage_itanium2_backend(int EventSet, char *name, int len)
+{
+	EventSetInfo_t *ESI = _papi_hwi_lookup_EventSet(EventSet);
+
+	if (!ESI)
+		return PAPI_ENOEVST;
+	if (ESI->CmpIdx != _itanium2_vector.cmp_info.CmpIdx || !ESI->ctl_state)
+		return PAPI_ENOCMP;
+	it2_control_t *c = ESI->ctl_state;
+	const char *b = (c->set.ws.running || c->set.ws.ops) ? watch_backend_name(c->set.ws.backend) : "none";
+	snprintf(name, (size_t)len, "%s", b);
+	return PAPI_OK;
+}
+
+papi_vector_t _itanium2_vector = {
+	.cmp_info = {
+		.name = "itanium2",
+		.short_name = "itanium2",
+		.description = "Itanium 2 data/instruction address-range restriction (papi-heritage)",
+		.version = "0.1",
+		.support_version = "n/a",
+		.kernel_version = "n/a",
+		.num_cntrs = IT2_MAX_EVENTS,
+		.num_mpx_cntrs = IT2_MAX_EVENTS,
+		.default_domain = PAPI_DOM_USER,
+		.available_domains = PAPI_DOM_USER,
+		.default_granularity = PAPI_GRN_THR,
+		.available_granularities = PAPI_GRN_THR,
+		.hardware_intr_sig = PAPI_INT_SIGNAL,
+		.fast_counter_read = 1,
+	},
+	.size = {
+		.context = sizeof(it2_context_t),
+		.control_state = sizeof(it2_control_t),
+		.reg_value = 1,
+		.reg_alloc = 1,
+	},
+	.init_component = it2_init_component,
+	.init_thread = it2_init_thread,
+	.shutdown_thread = it2_shutdown_thread,
+	.init_control_state = it2_init_control_state,
+	.update_control_state = it2_update_control_state,
+	.start = it2_start,
+	.stop = it2_stop,
+	.read = it2_read,
+	.reset = it2_reset,
+	.write = it2_write,
+	.cleanup_eventset = it2_cleanup_eventset,
+	.ctl = it2_ctl,
+	.set_domain = it2_set_domain,
+	.ntv_enum_events = it2_ntv_enum_events,
+	.ntv_name_to_code = it2_ntv_name_to_code,
+	.ntv_code_to_name = it2_ntv_code_to_name,
+	.ntv_code_to_descr = it2_ntv_code_to_descr,
+	.ntv_code_to_info = it2_ntv_code_to_info,
+};

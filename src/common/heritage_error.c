@@ -1,0 +1,40 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/heritage_error.h"
+
+static __thread char last_error[512];
+
+int heritage_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int heritage_fail_msg(int err, const char *why)
+{
+	snprintf(last_error, sizeof last_error, "%s", why);
+	return err;
+}
+
+const char *heritage_last_error(void)
+{
+	return last_error;
+}
+
+void heritage_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
+/* <papi_heritage.h> */
+HERITAGE_PUBLIC const char *papi_heritage_last_error(void);
+const char *papi_heritage_last_error(void)
+{
+	return last_error;
+}

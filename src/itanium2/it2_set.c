@@ -1,0 +1,280 @@
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/heritage_env.h"
+#include "common/heritage_error.h"
+#include "common/heritage_self.h"
+#include "itanium2/it2_set.h"
+
+int it2_set_init(struct it2_set *s)
+{
+	const char *mode = heritage_env("itanium2", "mode");
+
+	memset(s, 0, sizeof *s);
+	s->default_mode = RANGEMAP_COARSE;
+	if (!mode || strcasecmp(mode, "coarse") == 0)
+		return 0;
+	if (strcasecmp(mode, "exact") == 0) {
+		s->default_mode = RANGEMAP_EXACT;
+		return 0;
+	}
+	return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_MODE=%s: expected 'coarse' or 'exact'", mode);
+}
+
+/* The mode the events ask for: their :exact= qualifiers, which must agree. */
+static int events_mode(const unsigned *codes, unsigned n, int *qualified, enum rangemap_mode *mode)
+{
+	*qualified = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!(codes[i] & IT2_CODE_EXACT_SET))
+			continue;
+		enum rangemap_mode m = (codes[i] & IT2_CODE_EXACT_ON) ? RANGEMAP_EXACT : RANGEMAP_COARSE;
+		if (*qualified && m != *mode)
+			return heritage_fail(-EBUSY, "itanium2: events with :exact=0 and :exact=1 cannot share an event set "
+			                     "(the mode belongs to the set)");
+		*qualified = 1;
+		*mode = m;
+	}
+	return 0;
+}
+
+enum rangemap_mode it2_set_mode(const struct it2_set *s)
+{
+	int qualified;
+	enum rangemap_mode m = s->default_mode;
+
+	if (s->drange.set || s->irange.set)
+		return s->range_mode;
+	events_mode(s->codes, s->nevents, &qualified, &m);
+	return m;
+}
+
+static int has_event(const struct it2_set *s, enum it2_event_id id)
+{
+	for (unsigned i = 0; i < s->nevents; i++)
+		if ((s->codes[i] & IT2_CODE_INDEX_MASK) == (unsigned)id)
+			return 1;
+	return 0;
+}
+
+static int all_tagged(const struct it2_set *s)
+{
+	for (unsigned i = 0; i < s->nevents; i++)
+		if (!it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].tagged)
+			return 0;
+	return s->nevents > 0;
+}
+
+static int overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	return a0 < b1 && b0 < a1;
+}
+
+int it2_set_range(struct it2_set *s, int instr, uint64_t start, uint64_t end,
+                  uintptr_t own_start, uintptr_t own_end, int *start_off, int *end_off)
+{
+	const char *what = instr ? "PAPI_INSTR_ADDRESS" : "PAPI_DATA_ADDRESS";
+	struct heritage_segment seg[HERITAGE_SELF_MAX_SEGMENTS];
+	struct rangemap_result map;
+	int err;
+
+	*start_off = *end_off = 0;
+	if (s->running)
+		return heritage_fail(-EBUSY, "%s: the event set is running; stop it first", what);
+	if (start >= end)
+		return heritage_fail(-EINVAL, "%s: start %#llx must be below end %#llx (end is exclusive)", what,
+		                     (unsigned long long)start, (unsigned long long)end);
+	if (heritage_range_mapped((uintptr_t)start, (uintptr_t)end) != 0)
+		return heritage_fail(-EINVAL, "%s: [%#llx, %#llx) is not (entirely) mapped in this process", what,
+		                     (unsigned long long)start, (unsigned long long)end);
+	int nseg = heritage_self_segments(seg);
+	for (int i = 0; i < nseg; i++)
+		if (overlaps(start, end, seg[i].start, seg[i].end))
+			return heritage_fail(-EINVAL, "%s: [%#llx, %#llx) overlaps libpapi's own code or data [%#lx, %#lx); "
+			                     "counting there would trap the counter itself", what,
+			                     (unsigned long long)start, (unsigned long long)end,
+			                     (unsigned long)seg[i].start, (unsigned long)seg[i].end);
+	if (own_end > own_start && overlaps(start, end, own_start, own_end))
+		return heritage_fail(-EINVAL, "%s: [%#llx, %#llx) overlaps the event set's own state", what,
+		                     (unsigned long long)start, (unsigned long long)end);
+	if (has_event(s, IT2_CPU_CYCLES))
+		return heritage_fail(-EINVAL, "%s: CPU_CYCLES cannot be range-restricted; remove it from the set first", what);
+
+	enum rangemap_mode mode = it2_set_mode(s);
+	err = instr ? rangemap_instr(start, end, mode, all_tagged(s), &map) : rangemap_data(start, end, mode, &map);
+	if (err)
+		return heritage_fail(err, "%s: [%#llx, %#llx) cannot be mapped", what, (unsigned long long)start,
+		                     (unsigned long long)end);
+	if (map.start_off > INT_MAX || map.end_off > INT_MAX)
+		return heritage_fail(-EINVAL, "%s: the coarse cover of [%#llx, %#llx) reaches further than PAPI's int "
+		                     "start_off/end_off can say; use :exact=1", what,
+		                     (unsigned long long)start, (unsigned long long)end);
+
+	struct it2_range *r = instr ? &s->irange : &s->drange;
+	r->set = 1;
+	r->start = start;
+	r->end = end;
+	r->map = map;
+	s->range_mode = mode;
+	*start_off = (int)map.start_off;
+	*end_off = (int)map.end_off;
+	return 0;
+}
+
+void it2_set_drop_ranges(struct it2_set *s)
+{
+	memset(&s->drange, 0, sizeof s->drange);
+	memset(&s->irange, 0, sizeof s->irange);
+}
+
+int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n)
+{
+	int qualified;
+	enum rangemap_mode m = s->default_mode;
+	int err;
+
+	if (n > IT2_MAX_EVENTS)
+		return heritage_fail(-ENOSPC, "itanium2: at most %d events per set", IT2_MAX_EVENTS);
+	for (unsigned i = 0; i < n; i++)
+		if ((codes[i] & IT2_CODE_INDEX_MASK) >= IT2_NEVENTS)
+			return heritage_fail(-ENOENT, "itanium2: bad event code %#x", codes[i]);
+	err = events_mode(codes, n, &qualified, &m);
+	if (err)
+		return err;
+	if ((s->drange.set || s->irange.set) && qualified && m != s->range_mode)
+		return heritage_fail(-EBUSY, "itanium2: the set's range was mapped in %s mode; add :exact=%d events "
+		                     "before PAPI_set_opt, or set PAPI_HERITAGE_ITANIUM2_MODE",
+		                     s->range_mode == RANGEMAP_EXACT ? "exact" : "coarse", m == RANGEMAP_EXACT);
+	for (unsigned i = 0; i < n; i++)
+		if ((codes[i] & IT2_CODE_INDEX_MASK) == IT2_CPU_CYCLES && (s->drange.set || s->irange.set))
+			return heritage_fail(-EBUSY, "itanium2: CPU_CYCLES cannot join a range-restricted event set");
+	memcpy(s->codes, codes, n * sizeof *codes);
+	s->nevents = n;
+	return 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The watched intervals of a mapped range: the blocks of each pair for
+ * coarse instruction ranges (IBRPk counts pair k), the cover otherwise. */
+static unsigned range_pairs(const struct it2_range *r, struct watch_interval *iv)
+{
+	const struct rangemap_result *m = &r->map;
+
+	if (m->npairs > 0 && !m->fine) {
+		for (unsigned k = 0; k < m->npairs; k++) {
+			uint64_t size = 1ULL << m->pairs[k].log2size;
+			iv[k].start = (uintptr_t)(m->pairs[k].base & ~(size - 1));
+			iv[k].end = (uintptr_t)(iv[k].start + size);
+		}
+		return m->npairs;
+	}
+	for (unsigned k = 0; k < m->ncover; k++) {
+		iv[k].start = (uintptr_t)m->cover[k].start;
+		iv[k].end = (uintptr_t)m->cover[k].end;
+	}
+	return m->ncover;
+}
+
+int it2_set_start(struct it2_set *s)
+{
+	struct watch_request *req = &s->ws.req;
+	char why[WATCH_ERRLEN] = "";
+	enum watch_backend forced = WATCH_BACKEND_AUTO;
+	const char *env = heritage_env("itanium2", "backend");
+	int want_data = 0, want_code = 0, want_misaligned = 0;
+
+	if (env && watch_backend_from_name(env, &forced) != 0)
+		return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_BACKEND=%s: expected auto, instrument, breakpoint "
+		                     "or pagetrap", env);
+	for (unsigned i = 0; i < s->nevents; i++) {
+		const struct it2_event *e = &it2_events[s->codes[i] & IT2_CODE_INDEX_MASK];
+		want_data |= e->counts <= IT2_COUNT_MISALIGNED_STORES;
+		want_misaligned |= e->counts == IT2_COUNT_MISALIGNED_LOADS || e->counts == IT2_COUNT_MISALIGNED_STORES;
+		want_code |= e->counts >= IT2_COUNT_INSNS && e->counts < IT2_COUNT_CYCLES;
+	}
+	if (want_code && !s->irange.set)
+		return heritage_fail(-ENOTSUP, "itanium2: instruction events count only inside an instruction range: "
+		                     "call PAPI_set_opt(PAPI_INSTR_ADDRESS) first");
+
+	memset(&s->ws, 0, sizeof s->ws);
+	req->want_data = want_data;
+	req->want_code = want_code;
+	req->want_misaligned = want_misaligned;
+	if (s->drange.set) {
+		/* The data cover is what counts; pairs only matter for IBRPs. */
+		req->ndata = s->drange.map.ncover;
+		for (unsigned k = 0; k < req->ndata; k++) {
+			req->data[k].start = (uintptr_t)s->drange.map.cover[k].start;
+			req->data[k].end = (uintptr_t)s->drange.map.cover[k].end;
+		}
+	} else {
+		req->data_all = 1;
+	}
+	if (s->irange.set) {
+		req->ncode = range_pairs(&s->irange, req->code_pair);
+		req->data_by_code = want_data;
+	}
+
+	s->cpu_ns_at_start = has_event(s, IT2_CPU_CYCLES) ? thread_cpu_ns() : 0;
+	if (want_data || want_code) {
+		int err = watch_session_start(&s->ws, forced, why, sizeof why);
+		if (err)
+			return heritage_fail(err, "itanium2: %s", why);
+	}
+	s->running = 1;
+	return 0;
+}
+
+int it2_set_stop(struct it2_set *s)
+{
+	if (!s->running)
+		return 0;
+	it2_set_read(s);
+	if (has_event(s, IT2_CPU_CYCLES))
+		s->cpu_ns_acc += thread_cpu_ns() - s->cpu_ns_at_start;
+	watch_session_stop(&s->ws);
+	s->running = 0;
+	return 0;
+}
+
+void it2_set_reset(struct it2_set *s)
+{
+	watch_session_reset(&s->ws);
+	s->cpu_ns_acc = 0;
+	if (s->running && has_event(s, IT2_CPU_CYCLES))
+		s->cpu_ns_at_start = thread_cpu_ns();
+}
+
+void it2_set_read(struct it2_set *s)
+{
+	struct watch_counts c;
+	uint64_t cpu_ns = s->cpu_ns_acc;
+
+	watch_session_read(&s->ws, &c);
+	if (s->running && has_event(s, IT2_CPU_CYCLES))
+		cpu_ns += thread_cpu_ns() - s->cpu_ns_at_start;
+	for (unsigned i = 0; i < s->nevents; i++) {
+		enum it2_counts what = it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts;
+		uint64_t v;
+		switch (what) {
+		case IT2_COUNT_LOADS: v = c.loads; break;
+		case IT2_COUNT_STORES: v = c.stores; break;
+		case IT2_COUNT_MISALIGNED_LOADS: v = c.misaligned_loads; break;
+		case IT2_COUNT_MISALIGNED_STORES: v = c.misaligned_stores; break;
+		case IT2_COUNT_INSNS: v = c.insns; break;
+		case IT2_COUNT_CYCLES: v = cpu_ns * (IT2_NOMINAL_HZ / 1000000) / 1000; break;
+		default: v = c.insns_pair[what - IT2_COUNT_INSNS_PAIR0]; break;
+		}
+		s->values[i] = (long long)v;
+	}
+}

@@ -1,0 +1,59 @@
+/*
+ * One itanium2 event set: its events, its data and instruction ranges with
+ * their Itanium mapping, and the watch session that counts for it.  All the
+ * PAPI semantics of PAPI_set_opt(PAPI_DATA_ADDRESS / PAPI_INSTR_ADDRESS) that
+ * do not need PAPI's own types live here, so they are unit-testable.
+ */
+#ifndef HERITAGE_IT2_SET_H
+#define HERITAGE_IT2_SET_H
+
+#include <stdint.h>
+
+#include "itanium2/it2_events.h"
+#include "rangemap/rangemap.h"
+#include "watch/watch.h"
+
+#define IT2_MAX_EVENTS 16
+
+struct it2_range {
+	int set;
+	uint64_t start, end;           /* as requested */
+	struct rangemap_result map;    /* in it2_set.range_mode */
+};
+
+struct it2_set {
+	enum rangemap_mode default_mode;   /* PAPI_HERITAGE_ITANIUM2_MODE */
+	enum rangemap_mode range_mode;     /* the mode the ranges were mapped in */
+	struct it2_range drange, irange;
+	unsigned nevents;
+	unsigned codes[IT2_MAX_EVENTS];
+	struct watch_session ws;
+	int running;
+	uint64_t cpu_ns_at_start, cpu_ns_acc;
+	long long values[IT2_MAX_EVENTS];
+};
+
+/* Also reads PAPI_HERITAGE_ITANIUM2_MODE; 0 or -EINVAL (bad value). */
+int it2_set_init(struct it2_set *s);
+
+/* PAPI_set_opt(PAPI_DATA_ADDRESS (instr = 0) / PAPI_INSTR_ADDRESS (instr = 1)).
+ * own_start/own_end: the caller's own state that must stay unwatched (the
+ * PAPI control state), in addition to libheritage's segments.  On success
+ * the offsets are what PAPI returns as start_off / end_off. */
+int it2_set_range(struct it2_set *s, int instr, uint64_t start, uint64_t end,
+                  uintptr_t own_start, uintptr_t own_end, int *start_off, int *end_off);
+void it2_set_drop_ranges(struct it2_set *s);
+
+/* The complete event list (PAPI calls update_control_state with all of them). */
+int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n);
+
+/* The mode the set's events and ranges use. */
+enum rangemap_mode it2_set_mode(const struct it2_set *s);
+
+int it2_set_start(struct it2_set *s);
+int it2_set_stop(struct it2_set *s);
+void it2_set_reset(struct it2_set *s);
+/* Fills s->values in event order; async-signal-safe. */
+void it2_set_read(struct it2_set *s);
+
+#endif

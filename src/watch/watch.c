@@ -1,0 +1,138 @@
+/*
+ * Backend choice and the session life cycle shared by every backend.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "watch/watch.h"
+
+/* TEMPORARY until watch_pagetrap.c lands */
+static int tmp_fits(const struct watch_request *r, char *why, size_t len) { (void)r; snprintf(why, len, "pagetrap not built yet"); return -ENOTSUP; }
+static const struct watch_backend_ops watch_pagetrap_ops_tmp = { .name = "pagetrap", .fits = tmp_fits };
+
+static const struct {
+	const char *name;
+	const struct watch_backend_ops *ops;
+} backends[WATCH_BACKEND_COUNT] = {
+	[WATCH_BACKEND_AUTO] = { "auto", NULL },
+	[WATCH_BACKEND_INSTRUMENT] = { "instrument", &watch_instrument_ops },
+	[WATCH_BACKEND_BREAKPOINT] = { "breakpoint", &watch_breakpoint_ops },
+	[WATCH_BACKEND_PAGETRAP] = { "pagetrap", &watch_pagetrap_ops_tmp },
+};
+
+const char *watch_backend_name(enum watch_backend b)
+{
+	return (b >= 0 && b < WATCH_BACKEND_COUNT) ? backends[b].name : "?";
+}
+
+int watch_backend_from_name(const char *name, enum watch_backend *out)
+{
+	for (int b = 0; b < WATCH_BACKEND_COUNT; b++) {
+		if (strcasecmp(name, backends[b].name) == 0) {
+			*out = (enum watch_backend)b;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int watch_choose_backend(const struct watch_request *req, enum watch_backend forced,
+                         enum watch_backend *out, char *why, size_t len)
+{
+	if (forced != WATCH_BACKEND_AUTO) {
+		int err = backends[forced].ops->fits(req, why, len);
+		if (err == 0)
+			*out = forced;
+		return err;
+	}
+
+	/* Cheapest exact backend first: instrumented code costs a call per
+	 * access, a debug register a trap per hit, a page trap a fault, two
+	 * mprotects and a breakpoint per access to the whole page. */
+	static const enum watch_backend order[] = {
+		WATCH_BACKEND_INSTRUMENT, WATCH_BACKEND_BREAKPOINT, WATCH_BACKEND_PAGETRAP
+	};
+	char reasons[3][WATCH_ERRLEN];
+	int err = -ENOTSUP;
+
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		reasons[i][0] = '\0';
+		int e = backends[order[i]].ops->fits(req, reasons[i], sizeof reasons[i]);
+		if (e == 0) {
+			*out = order[i];
+			return 0;
+		}
+		/* A bad request (EINVAL) is bad for every backend: report that
+		 * rather than the last backend's capacity limit. */
+		if (e == -EINVAL) {
+			snprintf(why, len, "%s", reasons[i]);
+			return e;
+		}
+		err = e;
+	}
+	snprintf(why, len, "no backend can count this: instrument: %s; breakpoint: %s; pagetrap: %s",
+	         reasons[0], reasons[1], reasons[2]);
+	return err;
+}
+
+int watch_session_start(struct watch_session *s, enum watch_backend forced, char *why, size_t len)
+{
+	enum watch_backend b;
+	int err;
+
+	if (s->running) {
+		snprintf(why, len, "this watch session is already running");
+		return -EBUSY;
+	}
+	err = watch_choose_backend(&s->req, forced, &b, why, len);
+	if (err)
+		return err;
+	s->backend = b;
+	s->ops = backends[b].ops;
+	s->tid = (pid_t)syscall(SYS_gettid);
+	err = s->ops->start(s, why, len);
+	if (err)
+		return err;
+	s->running = 1;
+	return 0;
+}
+
+void watch_session_stop(struct watch_session *s)
+{
+	if (!s->running)
+		return;
+	s->ops->stop(s);
+	s->running = 0;
+}
+
+void watch_counts_add(struct watch_counts *to, const struct watch_counts *from)
+{
+	to->loads += from->loads;
+	to->stores += from->stores;
+	to->misaligned_loads += from->misaligned_loads;
+	to->misaligned_stores += from->misaligned_stores;
+	to->insns += from->insns;
+	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
+		to->insns_pair[k] += from->insns_pair[k];
+}
+
+void watch_session_read(const struct watch_session *s, struct watch_counts *out)
+{
+	*out = s->acc;
+	if (s->running) {
+		struct watch_counts live;
+		s->ops->read(s, &live);
+		watch_counts_add(out, &live);
+	}
+}
+
+void watch_session_reset(struct watch_session *s)
+{
+	memset(&s->acc, 0, sizeof s->acc);
+	if (s->running)
+		s->ops->reset(s);
+}

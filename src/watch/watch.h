@@ -1,0 +1,122 @@
+/*
+ * watch: count a thread's memory accesses and executed instructions by address.
+ *
+ * A session belongs to one thread (the one that starts it) and counts only that
+ * thread's activity, the way a PAPI event set does.  Which addresses count is
+ * decided by the caller (src/rangemap turns an Itanium request into a cover);
+ * how the accesses are seen is the backend's business:
+ *
+ *   instrument  code built with the outline sanitizer hooks calls us on every
+ *               access (watch_instrument.c);
+ *   breakpoint  x86 debug registers through perf_event_open (watch_breakpoint.c);
+ *   pagetrap    protected pages, faults decoded with capstone and stepped
+ *               (watch_pagetrap.c); it also counts instructions in code ranges
+ *               by exec-faulting the code pages and single-stepping inside them.
+ *
+ * Functions return 0 or a negative errno; where a message buffer is given it
+ * says what was wrong in words a PAPI user can act on.
+ */
+#ifndef HERITAGE_WATCH_H
+#define HERITAGE_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WATCH_MAX_INTERVALS 4
+#define WATCH_CODE_PAIRS 4
+#define WATCH_ERRLEN 256
+
+enum watch_backend {
+	WATCH_BACKEND_AUTO = 0,
+	WATCH_BACKEND_INSTRUMENT,
+	WATCH_BACKEND_BREAKPOINT,
+	WATCH_BACKEND_PAGETRAP,
+	WATCH_BACKEND_COUNT
+};
+
+/* Half-open: [start, end). */
+struct watch_interval {
+	uintptr_t start, end;
+};
+
+/* What a session counts. */
+struct watch_request {
+	/* Data accesses that overlap any of these intervals count.  With
+	 * ndata == 0 and data_all set, every access counts (instrument only). */
+	unsigned ndata;
+	struct watch_interval data[WATCH_MAX_INTERVALS];
+	int data_all;
+	int want_data;
+	/* Misaligned-access counts are wanted (the breakpoint backend cannot
+	 * see access addresses, so it refuses these). */
+	int want_misaligned;
+	/* With want_data and ncode > 0: count only accesses made by
+	 * instructions inside the code pairs (Itanium's IBR+DBR combination). */
+	int data_by_code;
+
+	/* Instructions whose address lies in code_pair[k] count in insns_pair[k]
+	 * and in insns (once, however many pairs hold it). */
+	unsigned ncode;
+	struct watch_interval code_pair[WATCH_CODE_PAIRS];
+	int want_code;
+};
+
+struct watch_counts {
+	uint64_t loads, stores;
+	uint64_t misaligned_loads, misaligned_stores;
+	uint64_t insns;
+	uint64_t insns_pair[WATCH_CODE_PAIRS];
+};
+
+struct watch_backend_ops;
+
+/* One per PAPI event set; the caller owns the storage and zeroes it. */
+struct watch_session {
+	struct watch_request req;
+	enum watch_backend backend;            /* resolved by watch_session_start */
+	const struct watch_backend_ops *ops;
+	struct watch_counts acc;               /* completed start..stop segments */
+	pid_t tid;                             /* owner while running */
+	int running;
+	int bp_fd[8];                          /* breakpoint backend: perf fds */
+	int nbp_fd;
+	void *priv;                            /* backend scratch */
+};
+
+struct watch_backend_ops {
+	const char *name;
+	/* 0 if this backend can count req exactly here, else -errno and why. */
+	int (*fits)(const struct watch_request *req, char *why, size_t len);
+	int (*start)(struct watch_session *s, char *why, size_t len);
+	/* Fold live counts into s->acc and stop seeing accesses. */
+	void (*stop)(struct watch_session *s);
+	/* Counts since the last start (not including s->acc). Async-signal-safe. */
+	void (*read)(const struct watch_session *s, struct watch_counts *live);
+	/* Zero the live counts of a running session. */
+	void (*reset)(struct watch_session *s);
+};
+
+extern const struct watch_backend_ops watch_instrument_ops;
+extern const struct watch_backend_ops watch_breakpoint_ops;
+extern const struct watch_backend_ops watch_pagetrap_ops;
+
+const char *watch_backend_name(enum watch_backend b);
+int watch_backend_from_name(const char *name, enum watch_backend *out);
+
+/* Pick the backend for req: forced (not AUTO) is checked with fits();
+ * AUTO tries instrument, breakpoint, pagetrap in that order. */
+int watch_choose_backend(const struct watch_request *req, enum watch_backend forced,
+                         enum watch_backend *out, char *why, size_t len);
+
+int watch_session_start(struct watch_session *s, enum watch_backend forced, char *why, size_t len);
+void watch_session_stop(struct watch_session *s);
+void watch_session_read(const struct watch_session *s, struct watch_counts *out); /* acc + live */
+void watch_session_reset(struct watch_session *s);
+
+/* True when the main executable was built with the instrument hooks. */
+int watch_instrument_present(void);
+
+void watch_counts_add(struct watch_counts *to, const struct watch_counts *from);
+
+#endif
