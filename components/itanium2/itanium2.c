@@ -243,7 +243,7 @@ static int it2_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 
 /* ------------------------------------------------------------ heritage API */
 
-int papi_heritage_itanium2_backend(int EventSet, char *name, int len)
+HERITAGE_PUBLIC int papi_heritage_itanium2_backend(int EventSet, char *name, int len)
 {
 	EventSetInfo_t *ESI = _papi_hwi_lookup_EventSet(EventSet);
 

@@ -16,6 +16,8 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +85,13 @@ HERITAGE_PUBLIC void __asan_storeN_noabort(uintptr_t a, size_t size);
 void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
 void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
 
+/* Called before noreturn calls (exit, longjmp); ASan unpoisons the stack
+ * there.  We keep no shadow, so there is nothing to do. */
+HERITAGE_PUBLIC void __asan_handle_no_return(void);
+void __asan_handle_no_return(void)
+{
+}
+
 /* Instrumented code imports the hooks, so the executable's dynamic symbol
  * table names them as undefined.  Looked up once: the executable does not
  * change under us. */
@@ -127,6 +136,52 @@ int watch_instrument_present(void)
 	return cached;
 }
 
+/* The compiler leaves out the hook where it can prove an access in bounds:
+ * a global or a local variable used by name (`p = parray1`, `a[3] = x`).  So
+ * in static storage and on the stack the hooks see only part of the
+ * accesses; there the other backends must count. */
+struct static_probe {
+	const struct watch_request *req;
+	uintptr_t hit_start, hit_end;
+};
+
+static int find_static_overlap(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct static_probe *p = arg;
+	(void)size;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, e = a + ph->p_memsz;
+		for (unsigned k = 0; k < p->req->ndata; k++) {
+			if (p->req->data[k].start < e && p->req->data[k].end > a) {
+				p->hit_start = a;
+				p->hit_end = e;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int overlaps_own_stack(const struct watch_request *req)
+{
+	pthread_attr_t attr;
+	void *stack;
+	size_t stack_size;
+	int hit = 0;
+
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return 0;
+	if (pthread_attr_getstack(&attr, &stack, &stack_size) == 0)
+		for (unsigned k = 0; k < req->ndata; k++)
+			hit |= req->data[k].start < (uintptr_t)stack + stack_size && req->data[k].end > (uintptr_t)stack;
+	pthread_attr_destroy(&attr);
+	return hit;
+}
+
 static int instrument_fits(const struct watch_request *req, char *why, size_t len)
 {
 	if (req->want_code) {
@@ -137,6 +192,19 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 		snprintf(why, len, "the program was not built with the instrument flags "
 		         "(pkg-config --cflags papi-heritage-instrument)");
 		return -ENOTSUP;
+	}
+	if (!req->data_all) {
+		struct static_probe probe = { req, 0, 0 };
+		if (dl_iterate_phdr(find_static_overlap, &probe)) {
+			snprintf(why, len, "the range overlaps static storage [%#lx, %#lx), where the compiler does not "
+			         "instrument accesses by name", (unsigned long)probe.hit_start, (unsigned long)probe.hit_end);
+			return -ENOTSUP;
+		}
+		if (overlaps_own_stack(req)) {
+			snprintf(why, len, "the range overlaps this thread's stack, where the compiler does not "
+			         "instrument accesses by name");
+			return -ENOTSUP;
+		}
 	}
 	return 0;
 }

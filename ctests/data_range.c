@@ -1,0 +1,214 @@
+/*
+ * data_range: PAPI's ctests/data_range.c scenario on the itanium2 component,
+ * with the expected values asserted instead of printed.
+ *
+ * Three 16384-int malloc'd arrays (reached through pointer variables, so every
+ * element access also loads its pointer: 2 x 16384 pointer loads per pass),
+ * three static arrays; the work stores then loads every element once.  For
+ * each range (each pointer variable, each malloc'd array, each static array)
+ * and each mode:
+ *   exact  - offsets 0, counts = the accesses inside the requested bytes;
+ *   coarse - offsets = the Itanium 2 mapping (src/rangemap, the libpfm-3
+ *            algorithm), counts = the accesses that fall in the actual cover
+ *            [start - start_off, end + end_off), computed here from addresses.
+ * Coarse sets get their range before their events (as PAPI's data_range.c
+ * does); exact sets get :exact=1 events first.
+ *
+ * -v prints the seed-style report (used by make demo).  The backend is chosen
+ * by libpapi (PAPI_HERITAGE_ITANIUM2_BACKEND forces one); the report names it.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "heritage_test.h"
+#include "rangemap/rangemap.h"
+
+#define NUM 16384
+#define GUARD 100000     /* below malloc's mmap threshold: stays on the heap */
+
+int *volatile parray1, *volatile parray2, *volatile parray3;
+static int array1[NUM], array2[NUM], array3[NUM];
+static int verbose;
+static int cidx;
+static volatile long sink;
+
+__attribute__((noinline)) static void do_malloc_work(long loop)
+{
+	long sum = 0;
+
+	for (long i = 0; i < loop; i++) {
+		parray1[i] = (int)i;
+		parray2[i] = (int)(2 * i);
+		parray3[i] = (int)(3 * i);
+	}
+	for (long i = 0; i < loop; i++)
+		sum += parray1[i] + parray2[i] + parray3[i];
+	sink = sum;
+}
+
+__attribute__((noinline)) static void do_static_work(long loop)
+{
+	long sum = 0;
+
+	for (long i = 0; i < loop; i++) {
+		array1[i] = (int)i;
+		array2[i] = (int)(2 * i);
+		array3[i] = (int)(3 * i);
+	}
+	for (long i = 0; i < loop; i++)
+		sum += array1[i] + array2[i] + array3[i];
+	sink = sum;
+}
+
+static long overlap_elems(const void *base, long n, long size, uintptr_t lo, uintptr_t hi)
+{
+	long count = 0;
+
+	for (long i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)base + (uintptr_t)(i * size);
+		count += a < hi && a + (uintptr_t)size > lo;
+	}
+	return count;
+}
+
+/* What the work does inside [lo, hi): loads and stores. */
+static void expected_accesses(uintptr_t lo, uintptr_t hi, long long *loads, long long *stores)
+{
+	int *const arrays[6] = { parray1, parray2, parray3, array1, array2, array3 };
+	int *volatile *const ptrs[3] = { &parray1, &parray2, &parray3 };
+
+	*loads = *stores = 0;
+	for (int k = 0; k < 6; k++) {
+		long n = overlap_elems(arrays[k], NUM, sizeof(int), lo, hi);
+		*loads += n;
+		*stores += n;
+	}
+	for (int k = 0; k < 3; k++)
+		*loads += 2LL * NUM * overlap_elems((const void *)ptrs[k], 1, sizeof(int *), lo, hi);
+}
+
+static void measure(const char *what, void *start, void *end, int exact)
+{
+	int set = PAPI_NULL;
+	PAPI_option_t opt;
+	long long values[2];
+	char backend[32];
+	static const char *names[2][2] = {
+		{ "itanium2:::LOADS_RETIRED", "itanium2:::STORES_RETIRED" },
+		{ "itanium2:::LOADS_RETIRED:exact=1", "itanium2:::STORES_RETIRED:exact=1" },
+	};
+
+	CHECK_PAPI(PAPI_create_eventset(&set));
+	CHECK_PAPI(PAPI_assign_eventset_component(set, cidx));
+	memset(&opt, 0, sizeof opt);
+	opt.addr.eventset = set;
+	opt.addr.start = (vptr_t)start;
+	opt.addr.end = (vptr_t)end;
+	if (exact) {
+		CHECK_PAPI(PAPI_add_named_event(set, names[1][0]));
+		CHECK_PAPI(PAPI_add_named_event(set, names[1][1]));
+		CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+	} else {
+		CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+		CHECK_PAPI(PAPI_add_named_event(set, names[0][0]));
+		CHECK_PAPI(PAPI_add_named_event(set, names[0][1]));
+	}
+
+	CHECK_PAPI(PAPI_start(set));
+	do_malloc_work(NUM);
+	do_static_work(NUM);
+	CHECK_PAPI(PAPI_stop(set, values));
+	CHECK_PAPI(papi_heritage_itanium2_backend(set, backend, sizeof backend));
+
+	/* The offsets: 0 in exact mode, the libpfm-3 mapping in coarse mode. */
+	struct rangemap_result map;
+	if (rangemap_data((uintptr_t)start, (uintptr_t)end, exact ? RANGEMAP_EXACT : RANGEMAP_COARSE, &map) != 0) {
+		fprintf(stderr, "rangemap_data failed for %s\n", what);
+		exit(1);
+	}
+	const char *want_backend = getenv("DATA_RANGE_EXPECT_BACKEND");
+	if (want_backend && strcmp(want_backend, backend) != 0) {
+		fprintf(stderr, "%s: counted by the %s backend, expected %s\n", what, backend, want_backend);
+		heritage_test_failures++;
+	}
+	EXPECT_EQ("start_off", opt.addr.start_off, (long long)map.start_off);
+	EXPECT_EQ("end_off", opt.addr.end_off, (long long)map.end_off);
+
+	uintptr_t lo = (uintptr_t)start - (uintptr_t)opt.addr.start_off;
+	uintptr_t hi = (uintptr_t)end + (uintptr_t)opt.addr.end_off;
+	long long want_loads, want_stores;
+	expected_accesses(lo, hi, &want_loads, &want_stores);
+	EXPECT_EQ("loads_retired", values[0], want_loads);
+	EXPECT_EQ("stores_retired", values[1], want_stores);
+
+	if (verbose) {
+		printf("%s (%s mode, %s backend)\n", what, exact ? "exact" : "coarse", backend);
+		printf("Requested Start Address: %p; Start Offset: %#6x; Actual Start Address: %#lx\n", start,
+		       opt.addr.start_off, (unsigned long)lo);
+		printf("Requested End Address:   %p; End Offset:   %#6x; Actual End Address:   %#lx\n", end,
+		       opt.addr.end_off, (unsigned long)hi);
+		printf("loads_retired: %lld (expected %lld)   stores_retired: %lld (expected %lld)\n\n",
+		       values[0], want_loads, values[1], want_stores);
+	}
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-v") == 0)
+			verbose = 1;
+		else if (strcmp(argv[i], "TESTS_QUIET") == 0 || strcmp(argv[i], "-q") == 0)
+			verbose = 0;
+		else
+			only = argv[i];   /* pointers | malloc | static */
+	}
+	heritage_test_init();
+	cidx = PAPI_get_component_index("itanium2");
+
+	/* Guards keep the coarse covers of the malloc'd arrays inside memory
+	 * this test owns, so nothing else (PAPI's own heap objects) is counted. */
+	void *guard_lo = malloc(GUARD);
+	parray1 = malloc(NUM * sizeof(int));
+	parray2 = malloc(NUM * sizeof(int));
+	parray3 = malloc(NUM * sizeof(int));
+	void *guard_hi = malloc(GUARD);
+	if (!guard_lo || !parray1 || !parray2 || !parray3 || !guard_hi) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	for (int exact = 0; exact <= 1; exact++) {
+		if (!only || strcmp(only, "pointers") == 0) {
+			if (verbose)
+				printf("Measure loads and stores on the pointers to the allocated arrays\n"
+				       "Expected loads: %d; Expected stores: 0\n\n", 2 * NUM);
+			measure("&parray1", (void *)&parray1, (void *)(&parray1 + 1), exact);
+			measure("&parray2", (void *)&parray2, (void *)(&parray2 + 1), exact);
+			measure("&parray3", (void *)&parray3, (void *)(&parray3 + 1), exact);
+		}
+		if (!only || strcmp(only, "malloc") == 0) {
+			if (verbose)
+				printf("Measure loads and stores on the allocated arrays themselves\n"
+				       "Expected loads: %d; Expected stores: %d\n\n", NUM, NUM);
+			measure("parray1", parray1, parray1 + NUM, exact);
+			measure("parray2", parray2, parray2 + NUM, exact);
+			measure("parray3", parray3, parray3 + NUM, exact);
+		}
+		if (!only || strcmp(only, "static") == 0) {
+			if (verbose)
+				printf("Measure loads and stores on the static arrays\n"
+				       "Expected loads: %d; Expected stores: %d (coarse: plus what the cover adds)\n\n",
+				       NUM, NUM);
+			measure("array1", array1, array1 + NUM, exact);
+			measure("array2", array2, array2 + NUM, exact);
+			measure("array3", array3, array3 + NUM, exact);
+		}
+	}
+	free(guard_lo);
+	free(guard_hi);
+	PAPI_shutdown();
+	return heritage_test_done("data_range");
+}

@@ -1,0 +1,21 @@
+/*
+ * Page-trap backend extras beyond struct watch_backend_ops: how it is doing,
+ * for tests, benchmarks and diagnostics.
+ */
+#ifndef HERITAGE_WATCH_PAGETRAP_H
+#define HERITAGE_WATCH_PAGETRAP_H
+
+#include <stdint.h>
+
+struct watch_pagetrap_stats {
+	uint64_t faults;        /* protection faults handled as ours */
+	uint64_t int3_steps;    /* windows closed by an int3 after the instruction */
+	uint64_t tf_steps;      /* windows closed by a TF single-step */
+	uint64_t undecoded;     /* faults whose instruction capstone could not decode */
+	uint64_t park_timeouts; /* threads that did not park in time (counts may be short) */
+	uint64_t bounced_syscalls; /* libc calls redirected through a bounce buffer */
+};
+
+void watch_pagetrap_stats(struct watch_pagetrap_stats *out);
+
+#endif

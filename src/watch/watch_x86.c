@@ -1,0 +1,395 @@
+/*
+ * x86-64 decoding for the page-trap backend (see watch_x86.h).
+ */
+#define _GNU_SOURCE
+#include "watch_x86.h"
+#include "watch_sys.h"
+
+#include <asm/prctl.h>
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE 4096u
+#define ARENA_BYTES (512u * 1024u)
+#define X86_MAX_INSN 15u
+
+typedef size_t (*disasm_iter_fn)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+
+/* Everything the handler-side decoder touches.  Page-aligned and padded to
+ * whole pages so no other object (a watched global array, say) shares a page
+ * with it: fits() refuses requests overlapping it. */
+struct x86_state {
+	csh handle;
+	cs_insn *insn;
+	/* Called through a pointer kept here so that the handler never reads the
+	 * GOT, which can share a page with watched globals of the executable. */
+	disasm_iter_fn disasm_iter;
+	int ready;
+	size_t arena_used;
+	unsigned char arena[ARENA_BYTES] __attribute__((aligned(64)));
+};
+
+#define X86_STATE_BYTES ((sizeof(struct x86_state) + PAGE - 1) / PAGE * PAGE)
+static union {
+	struct x86_state s;
+	unsigned char pad[X86_STATE_BYTES];
+} x86 __attribute__((aligned(4096)));
+
+static pthread_once_t x86_once = PTHREAD_ONCE_INIT;
+static int x86_init_error;
+
+/* capstone's allocations (handle, cs_insn, detail) come from the arena so that
+ * they can never share a page with the application's malloc'd, watched data.
+ * Nothing is ever freed: the handle lives as long as the process. */
+static void *arena_alloc(size_t n)
+{
+	size_t at = (x86.s.arena_used + 63) & ~(size_t)63;
+	if (at + n + 64 > ARENA_BYTES)
+		return NULL;
+	*(size_t *)(x86.s.arena + at) = n;
+	x86.s.arena_used = at + 64 + n;
+	return x86.s.arena + at + 64;
+}
+
+static void *arena_calloc(size_t nmemb, size_t size)
+{
+	if (size && nmemb > SIZE_MAX / size)
+		return NULL;
+	void *p = arena_alloc(nmemb * size);
+	if (p)
+		memset(p, 0, nmemb * size);
+	return p;
+}
+
+static void *arena_realloc(void *old, size_t n)
+{
+	void *p = arena_alloc(n);
+	if (p && old) {
+		size_t oldn = *(size_t *)((unsigned char *)old - 64);
+		memcpy(p, old, oldn < n ? oldn : n);
+	}
+	return p;
+}
+
+static void arena_free(void *p)
+{
+	(void)p;
+}
+
+static void x86_open(void)
+{
+	/* CS_OPT_MEM is process-global in capstone: point it at the arena only
+	 * while our handle is created, then hand the system allocator back so an
+	 * application that uses capstone itself is unaffected. */
+	cs_opt_mem arena = { arena_alloc, arena_calloc, arena_realloc, arena_free, vsnprintf };
+	cs_opt_mem sys = { malloc, calloc, realloc, free, vsnprintf };
+	if (cs_option(0, CS_OPT_MEM, (size_t)&arena) != CS_ERR_OK) {
+		x86_init_error = -ENOSYS;
+		return;
+	}
+	int err = 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &x86.s.handle) != CS_ERR_OK)
+		err = -ENOSYS;
+	else if (cs_option(x86.s.handle, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK)
+		err = -ENOSYS;
+	else if (!(x86.s.insn = cs_malloc(x86.s.handle)))
+		err = -ENOMEM;
+	cs_option(0, CS_OPT_MEM, (size_t)&sys);
+	x86.s.disasm_iter = (disasm_iter_fn)cs_disasm_iter;
+	x86.s.ready = err == 0;
+	x86_init_error = err;
+}
+
+int watch_x86_init(void)
+{
+	pthread_once(&x86_once, x86_open);
+	return x86_init_error;
+}
+
+void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)&x86;
+	*hi = (uintptr_t)&x86 + sizeof x86;
+}
+
+/* Value of a general register as an address component; -1 in *ok for a
+ * register that cannot be one (a vector index). */
+static uint64_t reg_value(x86_reg r, const greg_t *g, uint64_t next_rip, int *ok)
+{
+	switch (r) {
+	case X86_REG_INVALID: return 0;
+	case X86_REG_RIP: return next_rip;
+	case X86_REG_EIP: return (uint32_t)next_rip;
+	case X86_REG_RAX: return (uint64_t)g[REG_RAX];
+	case X86_REG_RBX: return (uint64_t)g[REG_RBX];
+	case X86_REG_RCX: return (uint64_t)g[REG_RCX];
+	case X86_REG_RDX: return (uint64_t)g[REG_RDX];
+	case X86_REG_RSI: return (uint64_t)g[REG_RSI];
+	case X86_REG_RDI: return (uint64_t)g[REG_RDI];
+	case X86_REG_RBP: return (uint64_t)g[REG_RBP];
+	case X86_REG_RSP: return (uint64_t)g[REG_RSP];
+	case X86_REG_R8: return (uint64_t)g[REG_R8];
+	case X86_REG_R9: return (uint64_t)g[REG_R9];
+	case X86_REG_R10: return (uint64_t)g[REG_R10];
+	case X86_REG_R11: return (uint64_t)g[REG_R11];
+	case X86_REG_R12: return (uint64_t)g[REG_R12];
+	case X86_REG_R13: return (uint64_t)g[REG_R13];
+	case X86_REG_R14: return (uint64_t)g[REG_R14];
+	case X86_REG_R15: return (uint64_t)g[REG_R15];
+	case X86_REG_EAX: return (uint32_t)g[REG_RAX];
+	case X86_REG_EBX: return (uint32_t)g[REG_RBX];
+	case X86_REG_ECX: return (uint32_t)g[REG_RCX];
+	case X86_REG_EDX: return (uint32_t)g[REG_RDX];
+	case X86_REG_ESI: return (uint32_t)g[REG_RSI];
+	case X86_REG_EDI: return (uint32_t)g[REG_RDI];
+	case X86_REG_EBP: return (uint32_t)g[REG_RBP];
+	case X86_REG_ESP: return (uint32_t)g[REG_RSP];
+	case X86_REG_R8D: return (uint32_t)g[REG_R8];
+	case X86_REG_R9D: return (uint32_t)g[REG_R9];
+	case X86_REG_R10D: return (uint32_t)g[REG_R10];
+	case X86_REG_R11D: return (uint32_t)g[REG_R11];
+	case X86_REG_R12D: return (uint32_t)g[REG_R12];
+	case X86_REG_R13D: return (uint32_t)g[REG_R13];
+	case X86_REG_R14D: return (uint32_t)g[REG_R14];
+	case X86_REG_R15D: return (uint32_t)g[REG_R15];
+	default: *ok = 0; return 0;
+	}
+}
+
+static uint64_t segment_base(x86_reg seg)
+{
+	uint64_t base = 0;
+	if (seg == X86_REG_FS)
+		watch_sys3(SYS_arch_prctl, ARCH_GET_FS, (long)&base, 0);
+	else if (seg == X86_REG_GS)
+		watch_sys3(SYS_arch_prctl, ARCH_GET_GS, (long)&base, 0);
+	return base;
+}
+
+static void add_access(struct watch_x86_insn *out, uintptr_t base, uint64_t count, uint32_t size,
+                       int load, int store)
+{
+	if (out->naccess >= WATCH_X86_MAX_ACCESS || count == 0)
+		return;
+	struct watch_x86_access *a = &out->acc[out->naccess++];
+	a->base = base;
+	a->count = count;
+	a->size = size ? size : 1;
+	a->load = (uint8_t)!!load;
+	a->store = (uint8_t)!!store;
+}
+
+/* Reads memory through /proc/self/mem, which ignores our PROT_NONE, with a
+ * small cache per stream: enough to run a repe/repne string comparison. */
+struct mem_stream {
+	int fd;
+	uintptr_t lo, hi;
+	unsigned char buf[512];
+};
+
+static int stream_get(struct mem_stream *m, uintptr_t addr, unsigned size, uint64_t *val, int downward)
+{
+	if (addr < m->lo || addr + size > m->hi) {
+		uintptr_t start = downward && addr + size >= sizeof m->buf ? addr + size - sizeof m->buf : addr;
+		long got = watch_sys_pread(m->fd, m->buf, sizeof m->buf, start);
+		if (got < (long)size || start + (uintptr_t)got < addr + size) {
+			/* Near the end of a mapping: fetch just the element. */
+			start = addr;
+			got = watch_sys_pread(m->fd, m->buf, size, start);
+			if (got != (long)size)
+				return -1;
+		}
+		m->lo = start;
+		m->hi = start + (uintptr_t)got;
+	}
+	uint64_t v = 0;
+	watch_copy(&v, m->buf + (addr - m->lo), size);
+	*val = v;
+	return 0;
+}
+
+/* Iterations a repe/repne cmps/scas will run from the current registers. */
+static uint64_t compare_string_iterations(int is_cmps, int repe, uint64_t rcx, uintptr_t src, uintptr_t dst,
+                                          unsigned esize, int down, uint64_t accumulator, int mem_fd)
+{
+	struct mem_stream s = { .fd = mem_fd }, d = { .fd = mem_fd };
+	uint64_t mask = esize == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (esize * 8)) - 1);
+	uint64_t i;
+	for (i = 0; i < rcx; i++) {
+		uintptr_t off = (uintptr_t)(i * esize);
+		uintptr_t da = down ? dst - off : dst + off;
+		uint64_t a, b;
+		if (stream_get(&d, da, esize, &b, down) != 0)
+			return i + 1; /* it will fault there: the rest is not ours to predict */
+		if (is_cmps) {
+			uintptr_t sa = down ? src - off : src + off;
+			if (stream_get(&s, sa, esize, &a, down) != 0)
+				return i + 1;
+		} else {
+			a = accumulator & mask;
+		}
+		int equal = a == b;
+		if (equal != repe)
+			return i + 1;
+	}
+	return rcx;
+}
+
+/* Legacy string instructions (movs, stos, lods, cmps, scas), with or without a
+ * rep prefix: their accesses follow from RCX/RSI/RDI/DF, iterations included. */
+static int decode_string(const cs_insn *in, const greg_t *g, int mem_fd, struct watch_x86_insn *out)
+{
+	const cs_x86 *x = &in->detail->x86;
+	uint8_t op = x->opcode[0];
+	if (op < 0xA4 || op > 0xAF || op == 0xA8 || op == 0xA9)
+		return 0;
+	unsigned esize = 1;
+	if (op & 1)
+		esize = (x->rex & 8) ? 8 : (x->prefix[2] == X86_PREFIX_OPSIZE ? 2 : 4);
+	uint64_t amask = x->prefix[3] == X86_PREFIX_ADDRSIZE ? 0xffffffffu : ~(uint64_t)0;
+	uint64_t rcx = (uint64_t)g[REG_RCX] & amask;
+	uintptr_t rsi = (uintptr_t)((uint64_t)g[REG_RSI] & amask);
+	uintptr_t rdi = (uintptr_t)((uint64_t)g[REG_RDI] & amask);
+	int down = ((uint64_t)g[REG_EFL] >> 10) & 1;
+	int rep = x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPNE;
+	/* A segment override applies to the source (rsi) only. */
+	x86_reg seg = x->prefix[1] == X86_PREFIX_FS ? X86_REG_FS : x->prefix[1] == X86_PREFIX_GS ? X86_REG_GS : X86_REG_INVALID;
+	uintptr_t src = rsi + (uintptr_t)segment_base(seg);
+	uint64_t n = rep ? rcx : 1;
+	int is_movs = op == 0xA4 || op == 0xA5, is_cmps = op == 0xA6 || op == 0xA7;
+	int is_stos = op == 0xAA || op == 0xAB, is_lods = op == 0xAC || op == 0xAD;
+	if (rep && (is_cmps || op == 0xAE || op == 0xAF))
+		n = compare_string_iterations(is_cmps, x->prefix[0] == X86_PREFIX_REPE, rcx, src, rdi, esize, down,
+		                              (uint64_t)g[REG_RAX], mem_fd);
+	/* Lowest element of each stream: the counting is order-free. */
+	uintptr_t span = n ? (uintptr_t)((n - 1) * esize) : 0;
+	uintptr_t src_lo = down ? src - span : src, dst_lo = down ? rdi - span : rdi;
+	if (is_movs) {
+		add_access(out, src_lo, n, esize, 1, 0);
+		add_access(out, dst_lo, n, esize, 0, 1);
+	} else if (is_stos) {
+		add_access(out, dst_lo, n, esize, 0, 1);
+	} else if (is_lods) {
+		add_access(out, src_lo, n, esize, 1, 0);
+	} else if (is_cmps) {
+		add_access(out, src_lo, n, esize, 1, 0);
+		add_access(out, dst_lo, n, esize, 1, 0);
+	} else {
+		add_access(out, dst_lo, n, esize, 1, 0); /* scas */
+	}
+	return 1;
+}
+
+static int is_control_transfer(const cs_insn *in)
+{
+	const cs_detail *d = in->detail;
+	for (unsigned i = 0; i < d->groups_count; i++) {
+		switch (d->groups[i]) {
+		case X86_GRP_JUMP: case X86_GRP_CALL: case X86_GRP_RET: case X86_GRP_INT:
+		case X86_GRP_IRET: case X86_GRP_BRANCH_RELATIVE:
+			return 1;
+		default:
+			break;
+		}
+	}
+	switch (in->id) {
+	case X86_INS_SYSCALL: case X86_INS_UD2: case X86_INS_HLT: case X86_INS_INT3:
+	case X86_INS_XBEGIN: case X86_INS_RETF: case X86_INS_RETFQ:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd, struct watch_x86_insn *out)
+{
+	const greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+	unsigned char bytes[X86_MAX_INSN];
+	size_t avail = X86_MAX_INSN;
+
+	out->rip = rip;
+	out->len = 0;
+	out->sequential = 0;
+	out->address_unknown = 0;
+	out->naccess = 0;
+	if (!x86.s.ready)
+		return -1;
+	/* The page holding rip is mapped and executable (we are running it); the
+	 * next one may not be, so read across a page edge with /proc/self/mem. */
+	if ((rip & (PAGE - 1)) <= PAGE - X86_MAX_INSN) {
+		watch_copy(bytes, (const void *)rip, X86_MAX_INSN);
+	} else {
+		long got = watch_sys_pread(mem_fd, bytes, X86_MAX_INSN, rip);
+		if (got <= 0) {
+			avail = PAGE - (rip & (PAGE - 1));
+			watch_copy(bytes, (const void *)rip, avail);
+		} else {
+			avail = (size_t)got;
+		}
+	}
+	const uint8_t *code = bytes;
+	uint64_t addr = rip;
+	cs_insn *in = x86.s.insn;
+	if (!x86.s.disasm_iter(x86.s.handle, &code, &avail, &addr, in))
+		return -1;
+	out->len = in->size;
+	out->sequential = !is_control_transfer(in);
+	uint64_t next = rip + in->size;
+
+	if (decode_string(in, g, mem_fd, out))
+		return 0;
+
+	const cs_x86 *x = &in->detail->x86;
+	uint64_t rsp = (uint64_t)g[REG_RSP];
+	/* Stack accesses capstone 4 does not list as operands. */
+	switch (in->id) {
+	case X86_INS_PUSH: case X86_INS_PUSHF: case X86_INS_PUSHFQ: case X86_INS_CALL:
+		add_access(out, (uintptr_t)(rsp - 8), 1, 8, 0, 1);
+		break;
+	case X86_INS_POP: case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_RET:
+		add_access(out, (uintptr_t)rsp, 1, 8, 1, 0);
+		break;
+	case X86_INS_LEAVE:
+		add_access(out, (uintptr_t)(uint64_t)g[REG_RBP], 1, 8, 1, 0);
+		break;
+	default:
+		break;
+	}
+	int implicit = out->naccess > 0;
+
+	unsigned nmem = 0;
+	for (unsigned i = 0; i < x->op_count; i++)
+		nmem += x->operands[i].type == X86_OP_MEM;
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM)
+			continue;
+		int ok = 1;
+		uint64_t ea = segment_base(o->mem.segment) + reg_value(o->mem.base, g, next, &ok) +
+		              reg_value(o->mem.index, g, next, &ok) * (uint64_t)(o->mem.scale ? o->mem.scale : 1) +
+		              (uint64_t)o->mem.disp;
+		if (!ok) {
+			out->address_unknown = 1;
+			continue;
+		}
+		int load, store;
+		if ((o->access & (CS_AC_READ | CS_AC_WRITE)) == (CS_AC_READ | CS_AC_WRITE)) {
+			load = store = 1; /* read-modify-write */
+		} else if (nmem == 1 && !implicit) {
+			/* capstone 4 calls VEX/EVEX stores reads: the CPU knows better. */
+			store = fault_is_write;
+			load = !fault_is_write;
+		} else {
+			store = (o->access & CS_AC_WRITE) != 0;
+			load = !store;
+		}
+		add_access(out, (uintptr_t)ea, 1, o->size, load, store);
+	}
+	return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * x86-64 decoding of a faulting instruction for the page-trap backend:
+ * which bytes it reads and writes, and whether execution continues at the
+ * next instruction (so an int3 there can end a one-instruction window).
+ *
+ * Built on capstone 4.  Every entry point except watch_x86_init() is
+ * async-signal-safe: no malloc, no errno, no thread-local storage; capstone's
+ * own allocations are served from a static page-aligned arena that is never
+ * watched, and decoding is serialised by the caller (the page-trap window lock),
+ * so one capstone handle and one cs_insn serve every thread.
+ */
+#ifndef HERITAGE_WATCH_X86_H
+#define HERITAGE_WATCH_X86_H
+
+#include <stdint.h>
+#include <ucontext.h>
+
+#define WATCH_X86_MAX_ACCESS 4
+
+/* `count` elements of `size` bytes at base, base+size, ... (ascending; for a
+ * rep string instruction run with DF=1 base is the lowest element). */
+struct watch_x86_access {
+	uintptr_t base;
+	uint64_t count;
+	uint32_t size;
+	uint8_t load, store;
+};
+
+struct watch_x86_insn {
+	uintptr_t rip;
+	unsigned len;
+	/* Control continues at rip+len, so a one-shot int3 there ends the step. */
+	int sequential;
+	/* An operand's address could not be computed (vector index: gathers). */
+	int address_unknown;
+	unsigned naccess;
+	struct watch_x86_access acc[WATCH_X86_MAX_ACCESS];
+};
+
+/* Open capstone once.  Not async-signal-safe.  0 or -errno. */
+int watch_x86_init(void);
+
+/* Decode the instruction at the context's RIP.  fault_is_write is bit 1 of
+ * the page-fault error code: capstone 4 reports VEX/EVEX stores as reads, so
+ * the direction of a lone memory operand comes from the CPU unless capstone
+ * says read-modify-write.  mem_fd is an open /proc/self/mem, used to read
+ * instruction bytes that straddle a page and the operands of repe/repne
+ * cmps/scas (whose iteration count depends on the data) without faulting.
+ * 0 on success, -1 if the bytes do not decode. */
+int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd,
+                     struct watch_x86_insn *out);
+
+/* The pages holding the decoder's state, which must never be watched. */
+void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
+
+#endif
