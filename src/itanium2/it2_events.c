@@ -65,7 +65,7 @@ int it2_event_parse(const char *name, unsigned *code)
 		else if (strcasecmp(colon, ":exact=0") == 0)
 			*code |= IT2_CODE_EXACT_SET;
 		else
-			return heritage_fail(-EINVAL, "itanium2:::%s: unknown qualifier '%s' (the only one is :exact=0|1)",
+			return heritage_fail(-ENOENT, "itanium2:::%s: unknown qualifier '%s' (the only one is :exact=0|1)",
 			                     it2_events[i].name, colon);
 		return 0;
 	}

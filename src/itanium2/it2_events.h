@@ -55,8 +55,8 @@ extern const struct it2_event it2_events[IT2_NEVENTS];
 #define IT2_CODE_EXACT_SET 0x100u   /* ":exact=" given */
 #define IT2_CODE_EXACT_ON 0x200u    /* ":exact=1" */
 
-/* Parses "LOADS_RETIRED", "LOADS_RETIRED:exact=1" (case-insensitive);
- * 0 or -EINVAL (unknown event) / -EINVAL with a message for a bad qualifier. */
+/* Parses "LOADS_RETIRED", "LOADS_RETIRED:exact=1" (case-insensitive); 0, or
+ * -ENOENT with a message for an unknown event or qualifier (as perf_event). */
 int it2_event_parse(const char *name, unsigned *code);
 /* Writes the event's full name with its qualifier; -ENOENT for bad codes. */
 int it2_event_format(unsigned code, char *buf, int len);

@@ -225,6 +225,8 @@ int it2_set_start(struct it2_set *s)
 		req->data_by_code = want_data;
 	}
 
+	/* PAPI_start counts from zero, as the hardware components do. */
+	s->cpu_ns_acc = 0;
 	s->cpu_ns_at_start = has_event(s, IT2_CPU_CYCLES) ? thread_cpu_ns() : 0;
 	if (want_data || want_code) {
 		int err = watch_session_start(&s->ws, forced, why, sizeof why);

@@ -28,6 +28,7 @@ struct park_target {
 
 struct park_state {
 	int ready;
+	int signo;
 	int task_fd;
 	int pid;
 	/* Read through this pointer, taken at init, so the handler never reads the
@@ -52,9 +53,12 @@ static union {
 
 #define P (park.s)
 
+/* Cached: SIGRTMIN is a libc call, which the handlers must not make. */
 int watch_park_signal(void)
 {
-	return SIGRTMIN + WATCH_PARK_SIGNAL_OFFSET;
+	if (!P.signo)
+		P.signo = SIGRTMIN + WATCH_PARK_SIGNAL_OFFSET;
+	return P.signo;
 }
 
 static int open_task_dir(void)
@@ -71,6 +75,7 @@ int watch_park_init(void)
 	if (fd < 0)
 		return fd;
 	P.task_fd = fd;
+	watch_park_signal();
 	P.ready = 1;
 	P.pid = watch_sys_getpid();
 	P.single_threaded = &__libc_single_threaded;

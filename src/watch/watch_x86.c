@@ -18,7 +18,7 @@
 #define ARENA_BYTES (512u * 1024u)
 #define X86_MAX_INSN 15u
 
-typedef size_t (*disasm_iter_fn)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+typedef bool (*disasm_iter_fn)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
 
 /* Everything the handler-side decoder touches.  Page-aligned and padded to
  * whole pages so no other object (a watched global array, say) shares a page
@@ -100,7 +100,7 @@ static void x86_open(void)
 	else if (!(x86.s.insn = cs_malloc(x86.s.handle)))
 		err = -ENOMEM;
 	cs_option(0, CS_OPT_MEM, (size_t)&sys);
-	x86.s.disasm_iter = (disasm_iter_fn)cs_disasm_iter;
+	x86.s.disasm_iter = cs_disasm_iter;
 	x86.s.ready = err == 0;
 	x86_init_error = err;
 }

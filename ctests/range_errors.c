@@ -1,0 +1,240 @@
+/*
+ * range_errors: every way PAPI_set_opt(PAPI_DATA_ADDRESS / PAPI_INSTR_ADDRESS)
+ * and the itanium2 event sets must refuse bad input - with the PAPI error code
+ * an experienced PAPI user expects and a message from papi_heritage_last_error()
+ * - and the range semantics around them: kept per event set, dropped by
+ * PAPI_cleanup_eventset, usable before or after the events are added.
+ * Built with the instrument flags, so the counts it checks are exact.
+ */
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "heritage_test.h"
+
+#define N 4096
+
+static int cidx;
+
+#define EXPECT_CODE(what, call, want)                                                            \
+	do {                                                                                     \
+		int rc_ = (call);                                                                \
+		if (rc_ != (want)) {                                                             \
+			fprintf(stderr, "%s:%d: %s: %s returned %d (%s), want %d (%s)\n", __FILE__, \
+			        __LINE__, what, #call, rc_, PAPI_strerror(rc_), want,            \
+			        PAPI_strerror(want));                                            \
+			heritage_test_failures++;                                        \
+		} else if ((want) != PAPI_OK && (want) != PAPI_ENOCMP && (want) != PAPI_EISRUN && \
+		           papi_heritage_last_error()[0] == '\0') {                              \
+			fprintf(stderr, "%s:%d: %s: no message from papi_heritage_last_error()\n", \
+			        __FILE__, __LINE__, what);                                       \
+			heritage_test_failures++;                                        \
+		}                                                                                \
+	} while (0)
+
+__attribute__((noinline)) static void touch(int *a, int n)
+{
+	for (int i = 0; i < n; i++)
+		a[i] = i;
+	long s = 0;
+	for (int i = 0; i < n; i++)
+		s += a[i];
+	__asm__ volatile("" : : "r"(s));
+}
+
+static int new_set(void)
+{
+	int set = PAPI_NULL;
+	CHECK_PAPI(PAPI_create_eventset(&set));
+	CHECK_PAPI(PAPI_assign_eventset_component(set, cidx));
+	return set;
+}
+
+static int set_range(int set, int code, void *start, void *end, PAPI_option_t *opt)
+{
+	memset(opt, 0, sizeof *opt);
+	opt->addr.eventset = set;
+	opt->addr.start = (vptr_t)start;
+	opt->addr.end = (vptr_t)end;
+	return PAPI_set_opt(code, opt);
+}
+
+struct seg_probe {
+	uintptr_t code, data_start, data_end;
+};
+
+static int find_writable_segment(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct seg_probe *p = arg;
+	int mine = 0;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		mine |= ph->p_type == PT_LOAD && p->code >= a && p->code < a + ph->p_memsz;
+	}
+	for (int i = 0; mine && i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			p->data_start = info->dlpi_addr + ph->p_vaddr;
+			p->data_end = p->data_start + ph->p_memsz;
+		}
+	}
+	return mine;
+}
+
+int main(void)
+{
+	PAPI_option_t opt;
+	long long v[2];
+	int *a = malloc(N * sizeof(int)), *b = malloc(N * sizeof(int));
+
+	/* Exact mode: the counts below are about the requested bytes only, not
+	 * the neighbours an Itanium 2 cover would add (data_range checks those). */
+	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
+	heritage_test_init();
+	cidx = PAPI_get_component_index("itanium2");
+
+	/* Not bound to a component yet: PAPI itself answers ENOCMP. */
+	int set = PAPI_NULL;
+	CHECK_PAPI(PAPI_create_eventset(&set));
+	EXPECT_CODE("unbound set", set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_ENOCMP);
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	set = new_set();
+	EXPECT_CODE("start == end", set_range(set, PAPI_DATA_ADDRESS, a, a, &opt), PAPI_EINVAL);
+	EXPECT_CODE("start > end", set_range(set, PAPI_DATA_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
+	EXPECT_CODE("instr start > end", set_range(set, PAPI_INSTR_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
+
+	long page = sysconf(_SC_PAGESIZE);
+	char *gone = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(gone, 4 * (size_t)page);
+	EXPECT_CODE("unmapped range", set_range(set, PAPI_DATA_ADDRESS, gone, gone + page, &opt), PAPI_EINVAL);
+
+	struct seg_probe probe = { (uintptr_t)&PAPI_start, 0, 0 };
+	dl_iterate_phdr(find_writable_segment, &probe);
+	char *papi_code = (char *)(uintptr_t)&PAPI_start;
+	EXPECT_CODE("PAPI's code", set_range(set, PAPI_INSTR_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
+	EXPECT_CODE("PAPI's code as data", set_range(set, PAPI_DATA_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
+	if (probe.data_end > probe.data_start)
+		EXPECT_CODE("PAPI's data",
+		            set_range(set, PAPI_DATA_ADDRESS, (void *)probe.data_start, (void *)(probe.data_start + 8), &opt),
+		            PAPI_EINVAL);
+	else
+		EXPECT_EQ("found libpapi's data segment", 0, 1);
+
+	/* Offsets are written back even on error, as 0. */
+	EXPECT_EQ("start_off after error", opt.addr.start_off, 0);
+
+	/* Event names. */
+	EXPECT_CODE("unknown event", PAPI_add_named_event(set, "itanium2:::NO_SUCH_EVENT"), PAPI_ENOEVNT);
+	EXPECT_CODE("bad qualifier", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=2"), PAPI_ENOEVNT);
+
+	/* A running set cannot change its range. */
+	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED"));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
+	CHECK_PAPI(PAPI_start(set));
+	EXPECT_CODE("running set", set_range(set, PAPI_DATA_ADDRESS, b, b + N, &opt), PAPI_EISRUN);
+	touch(a, N);
+	touch(b, N);
+	CHECK_PAPI(PAPI_stop(set, v));
+	EXPECT_EQ("loads in range (b untouched by the range)", v[0], N);
+	EXPECT_EQ("stores in range", v[1], N);
+
+	/* Mode conflicts: the range was mapped exact (PAPI_HERITAGE_ITANIUM2_MODE). */
+	EXPECT_CODE("coarse event into an exact-mapped set",
+	            PAPI_add_named_event(set, "itanium2:::MISALIGNED_LOADS_RETIRED:exact=0"), PAPI_ECNFLCT);
+	EXPECT_CODE("CPU_CYCLES into a range set", PAPI_add_named_event(set, "itanium2:::CPU_CYCLES"), PAPI_ECNFLCT);
+
+	/* Cleanup drops the range: the same set, rebound, counts every access. */
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_assign_eventset_component(set, cidx));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED"));
+	CHECK_PAPI(PAPI_start(set));
+	touch(a, N);
+	touch(b, N);
+	CHECK_PAPI(PAPI_stop(set, v));
+	if (v[0] < 2 * N) {
+		fprintf(stderr, "after cleanup: %lld loads, want at least %d (no range: every access)\n", v[0], 2 * N);
+		heritage_test_failures++;
+	}
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	/* CPU_CYCLES cannot be range-restricted. */
+	set = new_set();
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::CPU_CYCLES"));
+	EXPECT_CODE("range on a CPU_CYCLES set", set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_EINVAL);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	/* Mixed :exact qualifiers in one set. */
+	set = new_set();
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=1"));
+	EXPECT_CODE("exact=0 beside exact=1", PAPI_add_named_event(set, "itanium2:::STORES_RETIRED:exact=0"), PAPI_ECNFLCT);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	/* Instruction events need an instruction range: refused at start. */
+	set = new_set();
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::IA64_INST_RETIRED"));
+	EXPECT_CODE("instructions without a range", PAPI_start(set), PAPI_ENOSUPP);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	/* Only user-level counting exists. */
+	set = new_set();
+	PAPI_option_t dom;
+	memset(&dom, 0, sizeof dom);
+	dom.domain.eventset = set;
+	dom.domain.domain = PAPI_DOM_KERNEL;
+	if (PAPI_set_opt(PAPI_DOMAIN, &dom) == PAPI_OK) {
+		fprintf(stderr, "PAPI_DOM_KERNEL accepted\n");
+		heritage_test_failures++;
+	}
+
+	/* A forced backend that cannot hold the range says so at PAPI_start. */
+	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
+	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	EXPECT_CODE("16 KiB on debug registers", PAPI_start(set), PAPI_ECNFLCT);
+	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "no-such-backend", 1);
+	EXPECT_CODE("bad backend name", PAPI_start(set), PAPI_EINVAL);
+	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+
+	/* Ranges are per event set: a second set with another range. */
+	int set2 = new_set();
+	CHECK_PAPI(PAPI_add_named_event(set2, "itanium2:::STORES_RETIRED"));
+	CHECK_PAPI(set_range(set2, PAPI_DATA_ADDRESS, b, b + N / 2, &opt));
+	CHECK_PAPI(PAPI_start(set));
+	touch(a, N);
+	touch(b, N);
+	CHECK_PAPI(PAPI_stop(set, v));
+	EXPECT_EQ("set 1 stores (range a)", v[0], N);
+	CHECK_PAPI(PAPI_start(set2));
+	touch(a, N);
+	touch(b, N);
+	CHECK_PAPI(PAPI_stop(set2, v));
+	EXPECT_EQ("set 2 stores (range b/2)", v[0], N / 2);
+
+	/* PAPI_start starts from zero; PAPI_reset zeroes a running set. */
+	CHECK_PAPI(PAPI_start(set2));
+	touch(b, N);
+	CHECK_PAPI(PAPI_reset(set2));
+	touch(b, 10);
+	CHECK_PAPI(PAPI_read(set2, v));
+	EXPECT_EQ("after reset", v[0], 10);
+	CHECK_PAPI(PAPI_stop(set2, v));
+
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+	CHECK_PAPI(PAPI_cleanup_eventset(set2));
+	CHECK_PAPI(PAPI_destroy_eventset(&set2));
+	free(a);
+	free(b);
+	PAPI_shutdown();
+	return heritage_test_done("range_errors");
+}

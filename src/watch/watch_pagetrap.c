@@ -1,0 +1,1558 @@
+/*
+ * pagetrap: count a thread's loads and stores to address ranges by protecting
+ * the pages that hold them.
+ *
+ * A protected page faults on every access.  The SIGSEGV handler decodes the
+ * faulting instruction (watch_x86.c: effective addresses from the registers in
+ * the ucontext, direction from the page-fault error code, read-modify-write and
+ * rep-string iterations from the decoder), adds what overlaps the faulting
+ * thread's running sessions to their counts, opens the pages the instruction
+ * touches and lets exactly that one instruction run: an int3 written (through
+ * /proc/self/mem, so read-only text needs no mprotect) after it, or the trap
+ * flag for control transfers.  The SIGTRAP handler puts the byte back, closes
+ * the pages again and ends the window.
+ *
+ * Protection is process-wide, so a window is process-wide too: one window at a
+ * time (the window lock), and while it is open every other thread is parked
+ * (watch_park.c) so that none of their accesses to an open page slips by.  The
+ * stepped instruction runs with asynchronous signals blocked (through the
+ * ucontext's saved mask), so no application handler runs inside a window.
+ *
+ * The handlers touch only: their stack (sigaltstack, mmap'd here), the static
+ * page-aligned state below, the decoder's and the parker's likewise, and raw
+ * system calls.  fits() refuses requests that overlap any of that.
+ *
+ * System calls never fault into user handlers; a read(2) into a protected page
+ * fails with EFAULT.  The libc entry points that take user buffers are
+ * interposed (list at "System calls") and redirect a call whose buffer overlaps
+ * protected pages through a bounce buffer, copied with /proc/self/mem, which
+ * the kernel lets past our PROT_NONE: no page is opened, so nothing is counted,
+ * as on Itanium, which counted user-level accesses only.
+ *
+ * sigaction() and signal() are interposed for SIGSEGV and SIGTRAP so that our
+ * handlers stay first; faults that are not ours go to the application's.
+ */
+#undef _FORTIFY_SOURCE
+#define _GNU_SOURCE
+#include "watch.h"
+#include "watch_pagetrap.h"
+#include "watch_park.h"
+#include "watch_sys.h"
+#include "watch_x86.h"
+
+#include <asm/prctl.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/single_threaded.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define PAGE ((uintptr_t)4096)
+#define PAGE_DOWN(a) ((uintptr_t)(a) & ~(PAGE - 1))
+#define PAGE_UP(a) (((uintptr_t)(a) + PAGE - 1) & ~(PAGE - 1))
+
+#define PT_MAX_SESSIONS 64
+#define PT_MAX_RUNS 256
+#define PT_MAX_OPEN 64
+#define PT_RETRY_SLOTS 64
+#define PT_ALTSTACK_SLOTS 128
+#define PT_ALTSTACK_BYTES ((size_t)64 * 1024)
+#define PT_MAPS_BUF 16384
+
+#define EFLAGS_TF 0x100ull
+#define PF_WRITE 0x2ull
+
+/* A session's share of the state: what it watches, what it has counted.
+ * Counts are written only by the handler running on the owning thread. */
+struct pt_slot {
+	int used;
+	int tid;
+	unsigned nint;
+	struct watch_interval iv[WATCH_MAX_INTERVALS]; /* sorted, merged */
+	struct watch_counts counts;
+};
+
+/* A run of pages we protect, and the protection to give back. */
+struct pt_run {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+/* The one open window: the instruction being stepped with pages open. */
+struct pt_window {
+	int armed;
+	int use_tf;
+	int app_had_tf;
+	int parked;           /* this window parked the other threads */
+	int counted_at_fault; /* an access not found by the decoder was counted */
+	uintptr_t patch_addr;
+	uint8_t patch_orig;
+	uint64_t app_mask; /* the interrupted code's signal mask (first word) */
+	unsigned nopen;
+	struct pt_run open[PT_MAX_OPEN];
+	struct watch_x86_insn insn;
+};
+
+struct pt_state {
+	/* The window lock: tid of the holder, 0 when free; futex word. */
+	_Atomic int lock_owner;
+	int lock_depth;
+	_Atomic int lock_waiters;
+
+	int ready;
+	int installed;
+	int mem_fd; /* /proc/self/mem: int3 patches and bounce copies */
+	int pid;
+
+	_Atomic uint32_t runs_seq; /* odd while runs[] changes (readers retry) */
+	_Atomic unsigned nruns;
+	struct pt_run runs[PT_MAX_RUNS];
+	struct pt_slot slots[PT_MAX_SESSIONS];
+	struct pt_window win;
+
+	/* What the application installed for SIGSEGV / SIGTRAP. */
+	_Atomic int app_lock;
+	struct sigaction app_segv, app_trap;
+
+	/* A fault on a page we unprotected after the fault happened looks like the
+	 * application's own: it is retried once before it is passed on. */
+	_Atomic uint64_t unprotect_epoch;
+	struct {
+		int tid;
+		uintptr_t rip, addr;
+	} retry[PT_RETRY_SLOTS];
+
+	uintptr_t altstacks;
+	_Atomic int altstack_tid[PT_ALTSTACK_SLOTS];
+
+	uint64_t async_mask; /* every signal except the synchronous ones */
+	uint64_t thread_saved_mask;
+
+	_Atomic uint64_t faults, int3_steps, tf_steps, undecoded, bounced;
+
+	char maps[PT_MAPS_BUF];
+};
+
+#define PT_STATE_BYTES ((sizeof(struct pt_state) + PAGE - 1) / PAGE * PAGE)
+static union {
+	struct pt_state s;
+	unsigned char pad[PT_STATE_BYTES];
+} pt_mem __attribute__((aligned(4096)));
+
+#define S (pt_mem.s)
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+static void set_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_why(char *why, size_t len, const char *fmt, ...)
+{
+	if (!why || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t sigbit(int sig)
+{
+	return (uint64_t)1 << (sig - 1);
+}
+
+static uint64_t sync_signals(void)
+{
+	return sigbit(SIGSEGV) | sigbit(SIGBUS) | sigbit(SIGILL) | sigbit(SIGFPE) | sigbit(SIGTRAP) |
+	       sigbit(SIGKILL) | sigbit(SIGSTOP);
+}
+
+static uint64_t *mask_word(ucontext_t *uc)
+{
+	return (uint64_t *)(void *)&uc->uc_sigmask;
+}
+
+static long set_thread_mask(uint64_t set, uint64_t *old)
+{
+	return watch_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&set, (long)old, 8, 0, 0);
+}
+
+/* ---- the window lock ------------------------------------------------------ */
+
+static long futex_word(_Atomic int *word, int op, int val, const struct timespec *ts)
+{
+	return watch_sys6(SYS_futex, (long)word, op, val, (long)ts, 0, 0);
+}
+
+/* Recursive for its holder: a holder that faults (its caller's session struct
+ * on a watched page, say) opens a nested window instead of deadlocking.
+ * Waiters sleep on a futex and can be parked while they wait. */
+static void lock_acquire(int self)
+{
+	if (atomic_load(&S.lock_owner) == self) {
+		S.lock_depth++;
+		return;
+	}
+	for (unsigned spins = 0;; spins++) {
+		int expected = 0;
+		if (atomic_compare_exchange_strong(&S.lock_owner, &expected, self))
+			break;
+		if (spins < 64) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		atomic_fetch_add(&S.lock_waiters, 1);
+		struct timespec ts = { 0, 1000 * 1000 };
+		futex_word(&S.lock_owner, FUTEX_WAIT_PRIVATE, expected, &ts);
+		atomic_fetch_sub(&S.lock_waiters, 1);
+	}
+	S.lock_depth = 1;
+}
+
+static void lock_release(void)
+{
+	if (--S.lock_depth > 0)
+		return;
+	atomic_store(&S.lock_owner, 0);
+	if (atomic_load(&S.lock_waiters))
+		futex_word(&S.lock_owner, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+/* From ordinary code: asynchronous signals stay blocked while the lock is held,
+ * so no application handler can run (and fault) inside it.  The park signal is
+ * left open so that a holder of the lock elsewhere can park us while we wait. */
+static uint64_t thread_lock(void)
+{
+	uint64_t old = 0;
+	set_thread_mask(S.async_mask & ~sigbit(watch_park_signal()), &old);
+	lock_acquire(watch_sys_gettid());
+	return old;
+}
+
+static void thread_unlock(uint64_t old_mask)
+{
+	lock_release();
+	set_thread_mask(old_mask, NULL);
+}
+
+/* ---- protected runs ------------------------------------------------------- */
+
+static const struct pt_run *run_at(uintptr_t addr)
+{
+	unsigned n = atomic_load(&S.nruns);
+	for (unsigned i = 0; i < n; i++)
+		if (addr >= S.runs[i].lo && addr < S.runs[i].hi)
+			return &S.runs[i];
+	return NULL;
+}
+
+/* Without the lock (seqlock read): is addr on a page we protect? */
+static int page_is_protected(uintptr_t addr)
+{
+	for (;;) {
+		uint32_t seq = atomic_load(&S.runs_seq);
+		if (seq & 1)
+			continue;
+		int hit = run_at(addr) != NULL;
+		if (atomic_load(&S.runs_seq) == seq)
+			return hit;
+	}
+}
+
+/* Copy of the runs overlapping [lo, hi), consistent with one another. */
+static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct pt_run *out, unsigned max)
+{
+	for (;;) {
+		uint32_t seq = atomic_load(&S.runs_seq);
+		if (seq & 1)
+			continue;
+		unsigned n = atomic_load(&S.nruns), k = 0;
+		for (unsigned i = 0; i < n && k < max && i < PT_MAX_RUNS; i++)
+			if (S.runs[i].lo < hi && S.runs[i].hi > lo)
+				out[k++] = S.runs[i];
+		if (atomic_load(&S.runs_seq) == seq)
+			return k;
+	}
+}
+
+/* ---- counting ------------------------------------------------------------- */
+
+/* How many of the count elements [base + i*size, base + (i+1)*size) overlap
+ * the union of the sorted, merged intervals iv[]: each element once, however
+ * many intervals it touches. */
+static uint64_t overlap_count(const struct watch_interval *iv, unsigned nint, uintptr_t base, uint32_t size,
+                              uint64_t count)
+{
+	/* User addresses stay far below 2^63, so none of this wraps. */
+	uint64_t total = 0, cur_lo = 0, cur_hi = 0;
+	for (unsigned k = 0; k < nint; k++) {
+		if (iv[k].end <= base)
+			continue;
+		uint64_t imax = (iv[k].end - base + size - 1) / size;
+		if (imax > count)
+			imax = count;
+		uint64_t imin = 0;
+		if (iv[k].start >= base + size)
+			imin = (iv[k].start - base - size) / size + 1;
+		if (imin >= imax)
+			continue;
+		if (cur_hi > cur_lo && imin <= cur_hi) {
+			if (imax > cur_hi)
+				cur_hi = imax;
+		} else {
+			total += cur_hi - cur_lo;
+			cur_lo = imin;
+			cur_hi = imax;
+		}
+	}
+	return total + (cur_hi - cur_lo);
+}
+
+static int misaligned(uintptr_t base, uint32_t size)
+{
+	switch (size) {
+	case 2: case 4: case 8: case 16: case 32: case 64:
+		return (base & (size - 1)) != 0;
+	default:
+		return 0;
+	}
+}
+
+static void count_access(int self, uintptr_t base, uint32_t size, uint64_t count, int load, int store)
+{
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
+		struct pt_slot *sl = &S.slots[i];
+		if (!sl->used || sl->tid != self)
+			continue;
+		uint64_t n = overlap_count(sl->iv, sl->nint, base, size, count);
+		if (!n)
+			continue;
+		int mis = misaligned(base, size);
+		if (load) {
+			sl->counts.loads += n;
+			if (mis)
+				sl->counts.misaligned_loads += n;
+		}
+		if (store) {
+			sl->counts.stores += n;
+			if (mis)
+				sl->counts.misaligned_stores += n;
+		}
+	}
+}
+
+/* ---- the window ----------------------------------------------------------- */
+
+static int already_open(uintptr_t lo, uintptr_t hi)
+{
+	for (unsigned i = 0; i < S.win.nopen; i++)
+		if (S.win.open[i].lo <= lo && S.win.open[i].hi >= hi)
+			return 1;
+	return 0;
+}
+
+/* Give the protected pages among [lo, hi) their own protection back for the
+ * duration of the window. */
+static void open_bytes(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t plo = PAGE_DOWN(lo), phi = PAGE_UP(hi);
+	unsigned n = atomic_load(&S.nruns);
+	for (unsigned i = 0; i < n; i++) {
+		const struct pt_run *r = &S.runs[i];
+		if (r->hi <= plo || r->lo >= phi)
+			continue;
+		uintptr_t a = r->lo > plo ? r->lo : plo, b = r->hi < phi ? r->hi : phi;
+		if (already_open(a, b) || S.win.nopen >= PT_MAX_OPEN)
+			continue;
+		if (watch_sys_mprotect(a, b - a, r->prot) != 0)
+			continue;
+		S.win.open[S.win.nopen++] = (struct pt_run){ a, b, r->prot };
+	}
+}
+
+static void close_pages(void)
+{
+	for (unsigned i = 0; i < S.win.nopen; i++)
+		watch_sys_mprotect(S.win.open[i].lo, S.win.open[i].hi - S.win.open[i].lo, PROT_NONE);
+	S.win.nopen = 0;
+}
+
+static int insn_covers(const struct watch_x86_insn *in, uintptr_t addr)
+{
+	for (unsigned i = 0; i < in->naccess; i++) {
+		const struct watch_x86_access *a = &in->acc[i];
+		if (addr >= a->base && addr - a->base < a->count * a->size)
+			return 1;
+	}
+	return 0;
+}
+
+/* Ends the window; uc is the context that will resume (the trap's, or a
+ * nested fault's when the instruction is abandoned). */
+static void end_window(ucontext_t *uc)
+{
+	close_pages();
+	*mask_word(uc) = S.win.app_mask;
+	S.win.armed = 0;
+	if (S.win.parked) {
+		S.win.parked = 0;
+		watch_park_release();
+	}
+	lock_release();
+}
+
+/* With the lock held: count the faulting instruction's accesses, open the
+ * pages it touches and arm the one-shot trap after it. */
+static void open_window(int self, ucontext_t *uc, uintptr_t fault_addr)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	int is_write = ((uint64_t)g[REG_ERR] & PF_WRITE) != 0;
+	struct pt_window *w = &S.win;
+
+	/* Also when the lock was already ours (a fault inside start/stop): no
+	 * thread-context holder of the lock parks anybody. */
+	w->parked = watch_park_others(self) > 0;
+	atomic_fetch_add(&S.faults, 1);
+	w->counted_at_fault = 0;
+	w->nopen = 0;
+
+	int decoded = watch_x86_decode(uc, is_write, S.mem_fd, &w->insn) == 0;
+	if (!decoded) {
+		atomic_fetch_add(&S.undecoded, 1);
+		w->insn.naccess = 0;
+		w->insn.sequential = 0;
+	}
+	for (unsigned i = 0; i < w->insn.naccess; i++) {
+		const struct watch_x86_access *a = &w->insn.acc[i];
+		count_access(self, a->base, a->size, a->count, a->load, a->store);
+		open_bytes(a->base, a->base + a->count * a->size);
+	}
+	if (!insn_covers(&w->insn, fault_addr)) {
+		/* A gather, an undecodable instruction: at least the faulting byte. */
+		count_access(self, fault_addr, 1, 1, !is_write, is_write);
+		w->counted_at_fault = 1;
+	}
+	open_bytes(fault_addr, fault_addr + 1);
+
+	w->use_tf = 1;
+	if (decoded && w->insn.sequential) {
+		uintptr_t next = (uintptr_t)g[REG_RIP] + w->insn.len;
+		uint8_t orig, cc = 0xCC;
+		if (watch_sys_pread(S.mem_fd, &orig, 1, next) == 1 && watch_sys_pwrite(S.mem_fd, &cc, 1, next) == 1) {
+			w->use_tf = 0;
+			w->patch_addr = next;
+			w->patch_orig = orig;
+		}
+	}
+	if (w->use_tf) {
+		w->app_had_tf = ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0;
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
+	}
+	w->app_mask = *mask_word(uc);
+	*mask_word(uc) = w->app_mask | S.async_mask;
+	w->armed = 1;
+}
+
+/* Abandons an armed window whose instruction did not complete. */
+static void abort_window(ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	if (S.win.use_tf) {
+		if (!S.win.app_had_tf)
+			g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+	} else {
+		watch_sys_pwrite(S.mem_fd, &S.win.patch_orig, 1, S.win.patch_addr);
+	}
+	end_window(uc);
+}
+
+/* ---- chaining to the application's handlers ------------------------------- */
+
+static void app_lock(void)
+{
+	int expected = 0;
+	while (!atomic_compare_exchange_weak(&S.app_lock, &expected, 1)) {
+		expected = 0;
+		__builtin_ia32_pause();
+	}
+}
+
+static void app_unlock(void)
+{
+	atomic_store(&S.app_lock, 0);
+}
+
+static struct sigaction *app_action(int sig)
+{
+	return sig == SIGSEGV ? &S.app_segv : &S.app_trap;
+}
+
+/* A signal that is not ours: do what the application asked for. */
+static void chain(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	struct sigaction a;
+	app_lock();
+	watch_copy(&a, app_action(sig), sizeof a);
+	if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && (a.sa_flags & SA_RESETHAND))
+		app_action(sig)->sa_handler = SIG_DFL;
+	app_unlock();
+
+	if (a.sa_handler == SIG_IGN && si->si_code <= 0)
+		return; /* sent with kill(): ignoring it is what the application asked */
+	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN) {
+		/* A fault cannot be ignored: the kernel would kill the process.  Give
+		 * the signal its default action back; a fault then happens again on
+		 * return, anything else (int3, kill) is raised again. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		__sigaction(sig, &dfl, NULL);
+		if (sig != SIGSEGV || si->si_code <= 0)
+			watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), sig);
+		return;
+	}
+	/* Run it with the mask the kernel would have set. */
+	uint64_t mask = *mask_word(uc) | a.sa_mask.__val[0], old = 0;
+	if (!(a.sa_flags & SA_NODEFER))
+		mask |= sigbit(sig);
+	set_thread_mask(mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP)), &old);
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, si, uc);
+	else
+		a.sa_handler(sig);
+	set_thread_mask(old, NULL);
+}
+
+/* A fault on a page we no longer protect (unprotected between the fault and
+ * now) is retried once before it is taken for the application's. */
+static int retry_stale_fault(int self, uintptr_t rip, uintptr_t addr, int code)
+{
+	if (code != SEGV_ACCERR || !atomic_load(&S.unprotect_epoch))
+		return 0;
+	unsigned k = (unsigned)self % PT_RETRY_SLOTS;
+	if (S.retry[k].tid == self && S.retry[k].rip == rip && S.retry[k].addr == addr) {
+		S.retry[k].tid = 0;
+		return 0;
+	}
+	S.retry[k].tid = self;
+	S.retry[k].rip = rip;
+	S.retry[k].addr = addr;
+	return 1;
+}
+
+/* ---- the handlers --------------------------------------------------------- */
+
+__attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	int self = watch_sys_gettid();
+	uintptr_t addr = (uintptr_t)si->si_addr;
+
+	if (atomic_load(&S.lock_owner) == self && S.win.armed) {
+		/* The stepped instruction touched a page the decoder did not predict. */
+		const struct pt_run *r = si->si_code == SEGV_ACCERR ? run_at(addr) : NULL;
+		if (r && !already_open(PAGE_DOWN(addr), PAGE_DOWN(addr) + PAGE)) {
+			if (!S.win.counted_at_fault && !insn_covers(&S.win.insn, addr)) {
+				int w = ((uint64_t)uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) != 0;
+				count_access(self, addr, 1, 1, !w, w);
+				S.win.counted_at_fault = 1;
+			}
+			open_bytes(addr, addr + 1);
+			return;
+		}
+		/* Not allowed by the page's own protection, or not ours: a real fault. */
+		abort_window(uc);
+		chain(sig, si, uc);
+		return;
+	}
+	if (si->si_code != SEGV_ACCERR || !page_is_protected(addr)) {
+		if (retry_stale_fault(self, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], addr, si->si_code))
+			return;
+		chain(sig, si, uc);
+		return;
+	}
+	/* Waiting for the lock, we must be parkable whatever the mask was. */
+	uint64_t entry_mask = 0;
+	set_thread_mask(S.async_mask & ~sigbit(watch_park_signal()), &entry_mask);
+	lock_acquire(self);
+	if (!run_at(addr)) {
+		lock_release(); /* unprotected meanwhile: just retry */
+		set_thread_mask(entry_mask, NULL);
+		return;
+	}
+	open_window(self, uc, addr);
+	set_thread_mask(entry_mask, NULL);
+}
+
+__attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	greg_t *g = uc->uc_mcontext.gregs;
+	int self = watch_sys_gettid();
+
+	if (atomic_load(&S.lock_owner) == self && S.win.armed) {
+		if (!S.win.use_tf && (uintptr_t)g[REG_RIP] - 1 == S.win.patch_addr) {
+			watch_sys_pwrite(S.mem_fd, &S.win.patch_orig, 1, S.win.patch_addr);
+			g[REG_RIP] = (greg_t)S.win.patch_addr;
+			atomic_fetch_add(&S.int3_steps, 1);
+			end_window(uc);
+			return;
+		}
+		if (S.win.use_tf && si->si_code == TRAP_TRACE) {
+			if (!S.win.app_had_tf)
+				g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+			atomic_fetch_add(&S.tf_steps, 1);
+			end_window(uc);
+			return;
+		}
+	}
+	chain(sig, si, uc);
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+static int install_handlers(void)
+{
+	if (S.installed)
+		return 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int sig = 1; sig <= 64; sig++)
+		if (sigbit(sig) & sync_signals())
+			sigdelset(&sa.sa_mask, sig);
+	sigdelset(&sa.sa_mask, watch_park_signal());
+
+	/* The park handler: asynchronous application signals stay out while a
+	 * thread is parked, since a window may have pages open. */
+	struct sigaction park = sa;
+	park.sa_sigaction = watch_park_handler;
+	if (__sigaction(watch_park_signal(), &park, NULL) != 0)
+		return -errno;
+
+	app_lock();
+	sa.sa_sigaction = on_segv;
+	int err = __sigaction(SIGSEGV, &sa, &S.app_segv);
+	sa.sa_sigaction = on_trap;
+	if (!err)
+		err = __sigaction(SIGTRAP, &sa, &S.app_trap);
+	app_unlock();
+	if (err)
+		return -errno;
+	S.installed = 1;
+	return 0;
+}
+
+/* The thread running a session gets a signal stack of ours if it has none,
+ * so that watching its own stack cannot leave the handler without one. */
+static void ensure_altstack(void)
+{
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	int self = watch_sys_gettid(), pid = watch_sys_getpid();
+	for (int i = 0; i < PT_ALTSTACK_SLOTS; i++) {
+		int owner = atomic_load(&S.altstack_tid[i]);
+		/* Slots of threads that have exited are reused. */
+		if (owner && owner != self && watch_sys_tgkill(pid, owner, 0) == 0)
+			continue;
+		if (!atomic_compare_exchange_strong(&S.altstack_tid[i], &owner, self))
+			continue;
+		stack_t ss = { .ss_sp = (void *)(S.altstacks + (uintptr_t)i * PT_ALTSTACK_BYTES),
+		               .ss_size = PT_ALTSTACK_BYTES, .ss_flags = 0 };
+		sigaltstack(&ss, NULL);
+		return;
+	}
+}
+
+static void unprotect_everything(void)
+{
+	unsigned n = atomic_load(&S.nruns);
+	atomic_fetch_add(&S.runs_seq, 1);
+	for (unsigned i = 0; i < n; i++)
+		watch_sys_mprotect(S.runs[i].lo, S.runs[i].hi - S.runs[i].lo, S.runs[i].prot);
+	atomic_store(&S.nruns, 0);
+	atomic_fetch_add(&S.runs_seq, 1);
+	if (n)
+		atomic_fetch_add(&S.unprotect_epoch, 1);
+}
+
+static uint64_t fork_saved_mask;
+
+static void atfork_prepare(void)
+{
+	fork_saved_mask = thread_lock();
+}
+
+static void atfork_parent(void)
+{
+	thread_unlock(fork_saved_mask);
+}
+
+/* The child counts nothing and must find every page as it was. */
+static void atfork_child(void)
+{
+	unprotect_everything();
+	memset(S.slots, 0, sizeof S.slots);
+	S.win.armed = 0;
+	close(S.mem_fd);
+	S.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	S.pid = watch_sys_getpid();
+	watch_park_atfork_child();
+	memset((void *)S.altstack_tid, 0, sizeof S.altstack_tid);
+	S.lock_depth = 0;
+	atomic_store(&S.lock_owner, 0);
+	atomic_store(&S.lock_waiters, 0);
+	set_thread_mask(fork_saved_mask, NULL);
+}
+
+/* At exit no page may stay protected: other destructors and atexit handlers
+ * may still read the watched data. */
+__attribute__((destructor)) static void pagetrap_at_exit(void)
+{
+	if (!S.ready)
+		return;
+	uint64_t old = 0;
+	set_thread_mask(S.async_mask, &old);
+	int self = watch_sys_gettid();
+	/* Bounded: a thread stuck inside a window must not hang the exit. */
+	for (int i = 0; i < 1000; i++) {
+		int expected = 0;
+		if (atomic_load(&S.lock_owner) == self ||
+		    atomic_compare_exchange_strong(&S.lock_owner, &expected, self))
+			break;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	unprotect_everything();
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
+		S.slots[i].used = 0;
+	atomic_store(&S.lock_owner, 0);
+	S.lock_depth = 0;
+	set_thread_mask(old, NULL);
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_error;
+
+static void pagetrap_init(void)
+{
+	int err = watch_x86_init();
+	if (!err)
+		err = watch_park_init();
+	if (err) {
+		init_error = err;
+		return;
+	}
+	S.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (S.mem_fd < 0) {
+		init_error = -errno;
+		return;
+	}
+	void *stacks = mmap(NULL, PT_ALTSTACK_SLOTS * PT_ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (stacks == MAP_FAILED) {
+		init_error = -errno;
+		return;
+	}
+	S.altstacks = (uintptr_t)stacks;
+	S.pid = watch_sys_getpid();
+	S.async_mask = ~sync_signals();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	S.ready = 1;
+}
+
+static int ensure_init(void)
+{
+	pthread_once(&init_once, pagetrap_init);
+	return init_error;
+}
+
+/* ---- /proc/self/maps ------------------------------------------------------ */
+
+struct map_entry {
+	uintptr_t lo, hi;
+	int prot;
+	const char *name; /* NUL-terminated, valid during the callback */
+};
+
+/* Calls fn for every mapping; stops when fn returns non-zero and returns
+ * that value.  Reads into S.maps: call with the lock held. */
+static int maps_for_each(int (*fn)(const struct map_entry *, void *), void *arg)
+{
+	int fd = (int)watch_sys6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return fd;
+	size_t have = 0;
+	int ret = 0;
+	for (;;) {
+		long n = watch_sys3(SYS_read, fd, (long)(S.maps + have), (long)(sizeof S.maps - 1 - have));
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		S.maps[have] = '\0';
+		char *line = S.maps, *nl;
+		while ((nl = strchr(line, '\n')) != NULL) {
+			*nl = '\0';
+			struct map_entry e;
+			char perms[5] = "";
+			int name_at = 0;
+			unsigned long lo, hi;
+			if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &lo, &hi, perms, &name_at) >= 3) {
+				e.lo = lo;
+				e.hi = hi;
+				e.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+				         (perms[2] == 'x' ? PROT_EXEC : 0);
+				e.name = name_at ? line + name_at : "";
+				if ((ret = fn(&e, arg)) != 0)
+					goto out;
+			}
+			line = nl + 1;
+		}
+		have = (size_t)(S.maps + have - line);
+		memmove(S.maps, line, have);
+	}
+out:
+	watch_sys3(SYS_close, fd, 0, 0);
+	return ret;
+}
+
+/* ---- fits ----------------------------------------------------------------- */
+
+struct range_check {
+	uintptr_t lo, hi;  /* still to be found mapped: [lo, hi) */
+	const char *problem;
+};
+
+static int check_mapping(const struct map_entry *e, void *arg)
+{
+	struct range_check *c = arg;
+	if (e->hi <= c->lo)
+		return 0;
+	if (e->lo > c->lo) {
+		c->problem = "is not mapped";
+		return 1;
+	}
+	if (!(e->prot & (PROT_READ | PROT_WRITE)))
+		c->problem = "is not accessible (PROT_NONE)";
+	else if (e->prot & PROT_EXEC)
+		c->problem = "lies in executable pages (code cannot be watched as data by page protection)";
+	else if (strstr(e->name, "libcapstone") || !strcmp(e->name, "[vvar]") || !strcmp(e->name, "[vdso]") ||
+	         !strcmp(e->name, "[vsyscall]") || !strncmp(e->name, "[vvar", 5))
+		c->problem = "lies in memory the page-trap engine itself uses";
+	if (c->problem)
+		return 1;
+	c->lo = e->hi;
+	return c->lo >= c->hi;
+}
+
+static int overlaps_pages(uintptr_t lo, uintptr_t hi, uintptr_t olo, uintptr_t ohi)
+{
+	return PAGE_DOWN(lo) < PAGE_UP(ohi) && PAGE_UP(hi) > PAGE_DOWN(olo);
+}
+
+static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
+{
+	if (!req) {
+		set_why(why, len, "pagetrap: no request");
+		return -EINVAL;
+	}
+	if (req->want_code) {
+		set_why(why, len, "pagetrap: instruction-address ranges are not supported by this backend yet; "
+		                  "use the instrument backend or a breakpoint on a single address");
+		return -ENOTSUP;
+	}
+	if (!req->want_data) {
+		set_why(why, len, "pagetrap: the request asks for no data accesses");
+		return -EINVAL;
+	}
+	if (req->data_all || req->ndata == 0) {
+		set_why(why, len, "pagetrap: watching all memory needs the instrument backend; give address ranges");
+		return -ENOTSUP;
+	}
+	if (req->ndata > WATCH_MAX_INTERVALS) {
+		set_why(why, len, "pagetrap: at most %d data ranges", WATCH_MAX_INTERVALS);
+		return -EINVAL;
+	}
+	int err = ensure_init();
+	if (err) {
+		set_why(why, len, "pagetrap: cannot start the engine (%s)", strerror(-err));
+		return err;
+	}
+
+	uintptr_t own[5][2];
+	watch_x86_state_range(&own[0][0], &own[0][1]);
+	watch_park_state_range(&own[1][0], &own[1][1]);
+	own[2][0] = (uintptr_t)&pt_mem;
+	own[2][1] = (uintptr_t)&pt_mem + sizeof pt_mem;
+	own[3][0] = S.altstacks;
+	own[3][1] = S.altstacks + PT_ALTSTACK_SLOTS * PT_ALTSTACK_BYTES;
+	/* The thread control block (stack protector canary) and libc's
+	 * single-thread flag are read by the handlers' path. */
+	uint64_t fs = 0;
+	watch_sys3(SYS_arch_prctl, ARCH_GET_FS, (long)&fs, 0);
+	own[4][0] = (uintptr_t)fs;
+	own[4][1] = (uintptr_t)fs + 64;
+
+	for (unsigned i = 0; i < req->ndata; i++) {
+		uintptr_t lo = req->data[i].start, hi = req->data[i].end;
+		if (hi <= lo) {
+			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) is empty or reversed", i,
+			        (unsigned long)lo, (unsigned long)hi);
+			return -EINVAL;
+		}
+		for (unsigned k = 0; k < 5; k++) {
+			if (overlaps_pages(lo, hi, own[k][0], own[k][1])) {
+				set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) shares pages with the engine's own "
+				        "state; watch a different range", i, (unsigned long)lo, (unsigned long)hi);
+				return -EINVAL;
+			}
+		}
+		if (overlaps_pages(lo, hi, (uintptr_t)&__libc_single_threaded,
+		                   (uintptr_t)&__libc_single_threaded + 1)) {
+			set_why(why, len, "pagetrap: data range %u shares a page with the C library's state", i);
+			return -EINVAL;
+		}
+		struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), NULL };
+		uint64_t old = thread_lock();
+		int r = maps_for_each(check_mapping, &c);
+		thread_unlock(old);
+		if (r < 0) {
+			set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
+			return r;
+		}
+		if (!c.problem && c.lo < c.hi)
+			c.problem = "is not mapped";
+		if (c.problem) {
+			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) %s", i, (unsigned long)lo,
+			        (unsigned long)hi, c.problem);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- start / stop --------------------------------------------------------- */
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct watch_interval *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static unsigned merge_intervals(struct watch_interval *iv, unsigned n)
+{
+	qsort(iv, n, sizeof *iv, cmp_interval);
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (k && iv[i].start <= iv[k - 1].end) {
+			if (iv[i].end > iv[k - 1].end)
+				iv[k - 1].end = iv[i].end;
+		} else {
+			iv[k++] = iv[i];
+		}
+	}
+	return k;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct pt_run *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* New runs for the pages in [lo, hi) not yet protected, with the protection
+ * /proc/self/maps gives them now. */
+struct gap_fill {
+	uintptr_t lo, hi;
+	struct pt_run *out;
+	unsigned n, max;
+};
+
+static int collect_gap(const struct map_entry *e, void *arg)
+{
+	struct gap_fill *f = arg;
+	if (e->hi <= f->lo)
+		return 0;
+	if (e->lo >= f->hi)
+		return 1;
+	if (f->n >= f->max)
+		return -ENOSPC;
+	uintptr_t a = e->lo > f->lo ? e->lo : f->lo, b = e->hi < f->hi ? e->hi : f->hi;
+	f->out[f->n++] = (struct pt_run){ a, b, e->prot };
+	return 0;
+}
+
+/* Installs the sorted, coalesced run list `runs` (n entries) as S.runs. */
+static int publish_runs(struct pt_run *runs, unsigned n)
+{
+	qsort(runs, n, sizeof *runs, cmp_run);
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (k && runs[k - 1].hi == runs[i].lo && runs[k - 1].prot == runs[i].prot)
+			runs[k - 1].hi = runs[i].hi;
+		else
+			runs[k++] = runs[i];
+	}
+	if (k > PT_MAX_RUNS)
+		return -ENOSPC;
+	atomic_fetch_add(&S.runs_seq, 1);
+	memcpy(S.runs, runs, k * sizeof *runs);
+	atomic_store(&S.nruns, k);
+	atomic_fetch_add(&S.runs_seq, 1);
+	return 0;
+}
+
+static int protect_pages(const struct watch_interval *iv, unsigned nint)
+{
+	static struct pt_run next[2 * PT_MAX_RUNS]; /* under the lock */
+	unsigned n = atomic_load(&S.nruns);
+	memcpy(next, S.runs, n * sizeof *next);
+	unsigned first_new = n;
+	for (unsigned k = 0; k < nint; k++) {
+		uintptr_t lo = PAGE_DOWN(iv[k].start), hi = PAGE_UP(iv[k].end);
+		/* Walk [lo, hi) and fill what no existing run covers. */
+		while (lo < hi) {
+			uintptr_t gap_hi = hi;
+			int covered = 0;
+			for (unsigned i = 0; i < n; i++) {
+				if (S.runs[i].lo <= lo && S.runs[i].hi > lo) {
+					lo = S.runs[i].hi;
+					covered = 1;
+					break;
+				}
+				if (S.runs[i].lo > lo && S.runs[i].lo < gap_hi)
+					gap_hi = S.runs[i].lo;
+			}
+			if (covered)
+				continue;
+			struct gap_fill f = { lo, gap_hi, next + n, 0, 2 * PT_MAX_RUNS - n };
+			int r = maps_for_each(collect_gap, &f);
+			if (r < 0)
+				return r;
+			n += f.n;
+			lo = gap_hi;
+		}
+	}
+	for (unsigned i = first_new; i < n; i++) {
+		if (watch_sys_mprotect(next[i].lo, next[i].hi - next[i].lo, PROT_NONE) != 0) {
+			for (unsigned j = first_new; j < i; j++)
+				watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
+			return -ENOMEM;
+		}
+	}
+	int r = publish_runs(next, n);
+	if (r < 0)
+		for (unsigned j = first_new; j < n; j++)
+			watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
+	return r;
+}
+
+/* Gives back the pages no running session needs any more. */
+static void unprotect_unneeded(void)
+{
+	static struct watch_interval need[PT_MAX_SESSIONS * WATCH_MAX_INTERVALS];
+	static struct pt_run keep[2 * PT_MAX_RUNS];
+	unsigned nneed = 0, nkeep = 0, released = 0;
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
+		if (!S.slots[i].used)
+			continue;
+		for (unsigned k = 0; k < S.slots[i].nint; k++)
+			need[nneed++] = (struct watch_interval){ PAGE_DOWN(S.slots[i].iv[k].start),
+			                                         PAGE_UP(S.slots[i].iv[k].end) };
+	}
+	nneed = merge_intervals(need, nneed);
+	unsigned n = atomic_load(&S.nruns);
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t at = S.runs[i].lo;
+		for (unsigned k = 0; k < nneed && at < S.runs[i].hi; k++) {
+			uintptr_t a = need[k].start > at ? need[k].start : at;
+			uintptr_t b = need[k].end < S.runs[i].hi ? need[k].end : S.runs[i].hi;
+			if (a >= b)
+				continue;
+			if (a > at) {
+				watch_sys_mprotect(at, a - at, S.runs[i].prot);
+				released = 1;
+			}
+			if (nkeep < 2 * PT_MAX_RUNS)
+				keep[nkeep++] = (struct pt_run){ a, b, S.runs[i].prot };
+			at = b;
+		}
+		if (at < S.runs[i].hi) {
+			watch_sys_mprotect(at, S.runs[i].hi - at, S.runs[i].prot);
+			released = 1;
+		}
+	}
+	publish_runs(keep, nkeep);
+	if (released)
+		atomic_fetch_add(&S.unprotect_epoch, 1);
+}
+
+static int pagetrap_start(struct watch_session *s, char *why, size_t len)
+{
+	struct watch_request req = s->req;
+	int err = pagetrap_fits(&req, why, len);
+	if (err)
+		return err;
+	err = install_handlers();
+	if (err) {
+		set_why(why, len, "pagetrap: cannot install signal handlers (%s)", strerror(-err));
+		return err;
+	}
+	ensure_altstack();
+
+	struct watch_interval iv[WATCH_MAX_INTERVALS];
+	memcpy(iv, req.data, req.ndata * sizeof *iv);
+	unsigned nint = merge_intervals(iv, req.ndata);
+
+	uint64_t old = thread_lock();
+	struct pt_slot *slot = NULL;
+	for (unsigned i = 0; i < PT_MAX_SESSIONS && !slot; i++)
+		if (!S.slots[i].used)
+			slot = &S.slots[i];
+	if (!slot) {
+		thread_unlock(old);
+		set_why(why, len, "pagetrap: more than %d sessions running at once", PT_MAX_SESSIONS);
+		return -ENOSPC;
+	}
+	err = protect_pages(iv, nint);
+	if (!err) {
+		memset(slot, 0, sizeof *slot);
+		slot->tid = watch_sys_gettid();
+		slot->nint = nint;
+		memcpy(slot->iv, iv, sizeof iv);
+		slot->used = 1;
+	}
+	thread_unlock(old);
+	if (err) {
+		set_why(why, len, "pagetrap: cannot protect the watched pages (%s); too many separate ranges?",
+		        strerror(-err));
+		return err;
+	}
+	s->priv = slot;
+	s->tid = slot->tid;
+	s->running = 1;
+	return 0;
+}
+
+static void add_counts(struct watch_counts *to, const struct watch_counts *from)
+{
+	to->loads += from->loads;
+	to->stores += from->stores;
+	to->misaligned_loads += from->misaligned_loads;
+	to->misaligned_stores += from->misaligned_stores;
+	to->insns += from->insns;
+	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
+		to->insns_pair[k] += from->insns_pair[k];
+}
+
+static void pagetrap_stop(struct watch_session *s)
+{
+	struct pt_slot *slot = s->priv;
+	struct watch_counts live;
+	memset(&live, 0, sizeof live);
+	if (slot) {
+		uint64_t old = thread_lock();
+		if (slot->used) {
+			live = slot->counts;
+			slot->used = 0;
+			unprotect_unneeded();
+		}
+		thread_unlock(old);
+	}
+	add_counts(&s->acc, &live);
+	s->priv = NULL;
+	s->running = 0;
+}
+
+static void pagetrap_read(const struct watch_session *s, struct watch_counts *live)
+{
+	const struct pt_slot *slot = s->priv;
+	if (slot && slot->used)
+		*live = slot->counts;
+	else
+		memset(live, 0, sizeof *live);
+}
+
+static void pagetrap_reset(struct watch_session *s)
+{
+	struct pt_slot *slot = s->priv;
+	if (slot && slot->used)
+		memset(&slot->counts, 0, sizeof slot->counts);
+}
+
+const struct watch_backend_ops watch_pagetrap_ops = {
+	.name = "pagetrap",
+	.fits = pagetrap_fits,
+	.start = pagetrap_start,
+	.stop = pagetrap_stop,
+	.read = pagetrap_read,
+	.reset = pagetrap_reset,
+};
+
+void watch_pagetrap_stats(struct watch_pagetrap_stats *out)
+{
+	out->faults = atomic_load(&S.faults);
+	out->int3_steps = atomic_load(&S.int3_steps);
+	out->tf_steps = atomic_load(&S.tf_steps);
+	out->undecoded = atomic_load(&S.undecoded);
+	out->park_timeouts = watch_park_timeouts();
+	out->bounced_syscalls = atomic_load(&S.bounced);
+}
+
+/* ---- signal disposition interposition ------------------------------------- */
+
+/* sigaction() and signal() for SIGSEGV and SIGTRAP, once our handlers are in:
+ * the application's action is recorded (and reported back as oldact) and
+ * called by chain() for the faults and traps that are not ours.  Not
+ * interposed: sigset(), sysv_signal(), bsd_signal(), and raw rt_sigaction. */
+int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	if ((sig == SIGSEGV || sig == SIGTRAP) && S.installed) {
+		app_lock();
+		if (oldact)
+			*oldact = *app_action(sig);
+		if (act)
+			*app_action(sig) = *act;
+		app_unlock();
+		return 0;
+	}
+	return __sigaction(sig, act, oldact);
+}
+
+sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction act, old;
+	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	/* BSD semantics, as glibc's signal(). */
+	memset(&act, 0, sizeof act);
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (sigaction(sig, &act, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* ---- System calls ----------------------------------------------------------
+ *
+ * Interposed libc entry points that take user buffers: read, write, pread,
+ * pread64, pwrite, pwrite64, readv, writev, recv, recvfrom, send, sendto,
+ * __read_chk.  When the buffer overlaps protected pages the call goes through
+ * a bounce buffer (mmap'd, so never on a watched page) and the user buffer is
+ * filled or read through /proc/self/mem (protected pages) or
+ * process_vm_readv/writev (the rest, with their own protection honoured), so
+ * the call behaves as without watching and nothing is counted.  Not covered:
+ * stdio (fread/fwrite call the kernel from inside libc), recvmsg/sendmsg,
+ * preadv/pwritev, splice/vmsplice, io_uring, and direct syscall(2).
+ */
+
+static void *real_fn(void **slot, const char *name)
+{
+	void *p = atomic_load((_Atomic(void *) *)slot);
+	if (!p) {
+		p = dlsym(RTLD_NEXT, name);
+		atomic_store((_Atomic(void *) *)slot, p);
+	}
+	return p;
+}
+
+#define REAL(type, name) ((type)real_fn(&real_##name, #name))
+static void *real_read, *real_write, *real_pread64, *real_pwrite64, *real_readv, *real_writev;
+static void *real_recv, *real_recvfrom, *real_send, *real_sendto;
+
+static int buffer_watched(const void *buf, size_t n)
+{
+	if (!n || !atomic_load(&S.nruns))
+		return 0;
+	struct pt_run r;
+	return runs_overlapping((uintptr_t)buf, (uintptr_t)buf + n, &r, 1) > 0;
+}
+
+/* Copy between the user buffer and the bounce buffer.  to_user: bounce →
+ * user.  -1 with errno = EFAULT where the kernel would have failed. */
+static int copy_user(void *user, void *bounce, size_t n, int to_user)
+{
+	struct pt_run runs[32];
+	uintptr_t lo = (uintptr_t)user, hi = lo + n;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		unsigned nr = runs_overlapping(lo, hi, runs, 32);
+		qsort(runs, nr, sizeof *runs, cmp_run);
+		uintptr_t at = lo;
+		int failed = 0;
+		for (unsigned i = 0; i <= nr && at < hi && !failed; i++) {
+			uintptr_t seg_hi = i < nr ? (runs[i].lo > at ? runs[i].lo : at) : hi;
+			if (seg_hi > hi)
+				seg_hi = hi;
+			if (seg_hi > at) {
+				/* Unprotected part: the kernel checks its protection. */
+				struct iovec local = { (char *)bounce + (at - lo), seg_hi - at };
+				struct iovec remote = { (void *)at, seg_hi - at };
+				ssize_t r = to_user ? process_vm_writev(S.pid, &local, 1, &remote, 1, 0)
+				                    : process_vm_readv(S.pid, &local, 1, &remote, 1, 0);
+				if (r != (ssize_t)(seg_hi - at)) {
+					failed = 1;
+					break;
+				}
+				at = seg_hi;
+			}
+			if (i == nr || at >= hi)
+				break;
+			uintptr_t b = runs[i].hi < hi ? runs[i].hi : hi;
+			if (b <= at)
+				continue;
+			/* Protected part: allowed if its own protection allows. */
+			if (!(runs[i].prot & (to_user ? PROT_WRITE : PROT_READ))) {
+				errno = EFAULT;
+				return -1;
+			}
+			long r = to_user ? watch_sys_pwrite(S.mem_fd, (char *)bounce + (at - lo), b - at, at)
+			                 : watch_sys_pread(S.mem_fd, (char *)bounce + (at - lo), b - at, at);
+			if (r != (long)(b - at)) {
+				errno = EFAULT;
+				return -1;
+			}
+			at = b;
+		}
+		if (!failed)
+			return 0;
+		/* A session started between the snapshot and the copy: again. */
+	}
+	errno = EFAULT;
+	return -1;
+}
+
+static void *bounce_alloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	atomic_fetch_add(&S.bounced, 1);
+	return p;
+}
+
+static void bounce_free(void *p, size_t n)
+{
+	int saved = errno;
+	munmap(p, n);
+	errno = saved;
+}
+
+/* The shape shared by every reading call: syscall into the bounce buffer,
+ * then copy what arrived into the user's buffer. */
+#define BOUNCE_IN(buf, n, call_with)                                                                   \
+	do {                                                                                           \
+		void *tmp_ = bounce_alloc(n);                                                          \
+		if (!tmp_) {                                                                           \
+			errno = ENOMEM;                                                                \
+			return -1;                                                                     \
+		}                                                                                      \
+		ssize_t r_ = call_with(tmp_);                                                          \
+		if (r_ > 0 && copy_user((buf), tmp_, (size_t)r_, 1) != 0)                              \
+			r_ = -1;                                                                       \
+		bounce_free(tmp_, (n));                                                                \
+		return r_;                                                                             \
+	} while (0)
+
+#define BOUNCE_OUT(buf, n, call_with)                                                                  \
+	do {                                                                                           \
+		void *tmp_ = bounce_alloc(n);                                                          \
+		if (!tmp_) {                                                                           \
+			errno = ENOMEM;                                                                \
+			return -1;                                                                     \
+		}                                                                                      \
+		ssize_t r_ = copy_user((void *)(buf), tmp_, (n), 0) != 0 ? -1 : call_with(tmp_);       \
+		bounce_free(tmp_, (n));                                                                \
+		return r_;                                                                             \
+	} while (0)
+
+/* Without watched pages in the buffer, the real call; an EFAULT that a
+ * session started meanwhile explains falls through to the bounce. */
+#define PASS_THROUGH(buf, n, direct)                                                                   \
+	do {                                                                                           \
+		if (!buffer_watched((buf), (n))) {                                                     \
+			ssize_t r_ = (direct);                                                         \
+			if (!(r_ < 0 && errno == EFAULT && buffer_watched((buf), (n))))                \
+				return r_;                                                             \
+		}                                                                                      \
+	} while (0)
+
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, __SOCKADDR_ARG, socklen_t *);
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, __CONST_SOCKADDR_ARG, socklen_t);
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	read_fn real = REAL(read_fn, read);
+	PASS_THROUGH(buf, n, real(fd, buf, n));
+#define CALL(t) real(fd, t, n)
+	BOUNCE_IN(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	write_fn real = REAL(write_fn, write);
+	PASS_THROUGH(buf, n, real(fd, buf, n));
+#define CALL(t) real(fd, t, n)
+	BOUNCE_OUT(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	pread_fn real = REAL(pread_fn, pread64);
+	PASS_THROUGH(buf, n, real(fd, buf, n, off));
+#define CALL(t) real(fd, t, n, off)
+	BOUNCE_IN(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return pread64(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	pwrite_fn real = REAL(pwrite_fn, pwrite64);
+	PASS_THROUGH(buf, n, real(fd, buf, n, off));
+#define CALL(t) real(fd, t, n, off)
+	BOUNCE_OUT(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return pwrite64(fd, buf, n, off);
+}
+
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	recv_fn real = REAL(recv_fn, recv);
+	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
+#define CALL(t) real(fd, t, n, flags)
+	BOUNCE_IN(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *alen)
+{
+	recvfrom_fn real = REAL(recvfrom_fn, recvfrom);
+	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
+#define CALL(t) real(fd, t, n, flags, addr, alen)
+	BOUNCE_IN(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	send_fn real = REAL(send_fn, send);
+	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
+#define CALL(t) real(fd, t, n, flags)
+	BOUNCE_OUT(buf, n, CALL);
+#undef CALL
+}
+
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t alen)
+{
+	sendto_fn real = REAL(sendto_fn, sendto);
+	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
+#define CALL(t) real(fd, t, n, flags, addr, alen)
+	BOUNCE_OUT(buf, n, CALL);
+#undef CALL
+}
+
+static int iov_watched(const struct iovec *iov, int cnt, size_t *total)
+{
+	int watched = 0;
+	size_t sum = 0;
+	for (int i = 0; i < cnt; i++) {
+		sum += iov[i].iov_len;
+		watched |= buffer_watched(iov[i].iov_base, iov[i].iov_len);
+	}
+	*total = sum;
+	return watched;
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	readv_fn real = REAL(readv_fn, readv);
+	size_t total;
+	if (cnt <= 0 || !iov_watched(iov, cnt, &total) || total == 0)
+		return real(fd, iov, cnt);
+	void *tmp = bounce_alloc(total);
+	if (!tmp) {
+		errno = ENOMEM;
+		return -1;
+	}
+	struct iovec one = { tmp, total };
+	ssize_t r = real(fd, &one, 1);
+	size_t at = 0;
+	for (int i = 0; i < cnt && r > 0 && at < (size_t)r; i++) {
+		size_t part = iov[i].iov_len < (size_t)r - at ? iov[i].iov_len : (size_t)r - at;
+		if (part && copy_user(iov[i].iov_base, (char *)tmp + at, part, 1) != 0)
+			r = -1;
+		at += part;
+	}
+	bounce_free(tmp, total);
+	return r;
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	readv_fn real = REAL(readv_fn, writev);
+	size_t total;
+	if (cnt <= 0 || !iov_watched(iov, cnt, &total) || total == 0)
+		return real(fd, iov, cnt);
+	void *tmp = bounce_alloc(total);
+	if (!tmp) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t at = 0;
+	ssize_t r = 0;
+	for (int i = 0; i < cnt && r == 0; i++) {
+		if (iov[i].iov_len && copy_user(iov[i].iov_base, (char *)tmp + at, iov[i].iov_len, 0) != 0)
+			r = -1;
+		at += iov[i].iov_len;
+	}
+	if (r == 0) {
+		struct iovec one = { tmp, total };
+		r = real(fd, &one, 1);
+	}
+	bounce_free(tmp, total);
+	return r;
+}
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return read(fd, buf, n);
+}
