@@ -1,0 +1,60 @@
+/*
+ * <papi_heritage.h> entry points that need PAPI's event-code tables: each
+ * heritage component answers for its own events through a facts function;
+ * this file routes a PAPI event code to it.  A component that is not compiled
+ * in is simply absent from the table (weak references).
+ */
+#include <string.h>
+
+#include "papi.h"
+#include "papi_internal.h"
+#include "papi_vector.h"
+
+#include "heritage_glue.h"
+#include "papi_heritage.h"
+
+typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event_facts *facts);
+
+int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
+
+static const struct {
+	const char *component;
+	heritage_facts_fn facts;
+} heritage_components[] = {
+	{ "itanium2", itanium2_event_facts },
+	{ "paragon_rpm", NULL },
+	{ "alpha21064", NULL },
+	{ "imc", NULL },
+	{ "profileme", NULL },
+};
+
+#define NCOMPONENTS (sizeof heritage_components / sizeof heritage_components[0])
+
+HERITAGE_PUBLIC int papi_heritage_is_component(const char *name)
+{
+	for (size_t i = 0; i < NCOMPONENTS; i++)
+		if (name && strcmp(name, heritage_components[i].component) == 0)
+			return 1;
+	return 0;
+}
+
+HERITAGE_PUBLIC int papi_heritage_event_facts(int event_code, struct papi_heritage_event_facts *facts)
+{
+	if (!facts || !IS_NATIVE(event_code))
+		return PAPI_EINVAL;
+	int cidx = _papi_hwi_component_index(event_code);
+	if (cidx < 0 || cidx >= papi_num_components)
+		return PAPI_ENOEVNT;
+	const char *name = _papi_hwd[cidx]->cmp_info.name;
+	for (size_t i = 0; i < NCOMPONENTS; i++) {
+		if (strcmp(name, heritage_components[i].component) != 0)
+			continue;
+		if (!heritage_components[i].facts)
+			return PAPI_ENOCMP;
+		int local = _papi_hwi_eventcode_to_native(event_code);
+		if (local < 0)
+			return PAPI_ENOEVNT;
+		return heritage_components[i].facts((unsigned)local, facts);
+	}
+	return PAPI_ENOCMP;
+}
