@@ -20,7 +20,6 @@
  *   bphit [n]                    ns per hit: breakpoint backend, one 8-byte word
  *   pthit [n]                    ns per trapped access: pagetrap backend, one page
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

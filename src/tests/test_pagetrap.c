@@ -3,7 +3,9 @@
  * workload has a known number of load and store instructions (or rep
  * iterations), and the counts must match exactly.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "watch/watch.h"
 #include "watch/watch_pagetrap.h"
 
@@ -183,7 +185,8 @@ START_TEST(avx2_vector_loads_and_stores)
 	watch_start(&s, a, a + N_INTS);
 	ymm_copy_in_place(a + 4, N_INTS - 8);
 	c = watch_stop(&s);
-	ck_assert_uint_eq(c.loads, N_INTS / 8 + (N_INTS - 8) / 8);
+	ck_assert_uint_eq(c.loads, (N_INTS - 8) / 8);
+	ck_assert_uint_eq(c.stores, (N_INTS - 8) / 8);
 	ck_assert_uint_eq(c.misaligned_loads, (N_INTS - 8) / 8);
 	ck_assert_uint_eq(c.misaligned_stores, (N_INTS - 8) / 8);
 	free(a);
@@ -303,6 +306,9 @@ START_TEST(rep_string_iterations)
 }
 END_TEST
 
+/* Through a volatile pointer: the compiler may neither inline nor merge it. */
+static void *(*volatile libc_memcpy)(void *, const void *, size_t) = memcpy;
+
 START_TEST(memcpy_into_range_is_deterministic)
 {
 	enum { BYTES = 65536 };
@@ -312,18 +318,18 @@ START_TEST(memcpy_into_range_is_deterministic)
 	memset(dst, 0, BYTES + 8192);
 	struct watch_session s;
 	watch_start(&s, dst + 4096, dst + 4096 + BYTES);
-	memcpy(dst + 4096, src, BYTES);
+	libc_memcpy(dst + 4096, src, BYTES);
 	struct watch_counts once = watch_stop(&s);
 	memset(dst, 0, BYTES + 8192);
 	watch_start(&s, dst + 4096, dst + 4096 + BYTES);
-	memcpy(dst + 4096, src, BYTES);
-	memcpy(dst + 4096, src, BYTES);
+	libc_memcpy(dst + 4096, src, BYTES);
+	libc_memcpy(dst + 4096, src, BYTES);
 	struct watch_counts twice = watch_stop(&s);
 	printf("memcpy of %d bytes into the range: %llu stores (glibc's choice of instructions)\n", BYTES,
 	       (unsigned long long)once.stores);
 	ck_assert_uint_eq(once.loads, 0);
 	ck_assert_uint_ge(once.stores, BYTES / 64);
-	ck_assert_uint_le(once.stores, BYTES);
+	ck_assert_uint_le(once.stores, BYTES + 64); /* rep movsb: one per byte */
 	ck_assert_uint_eq(twice.stores, 2 * once.stores);
 	ck_assert_int_eq(dst[4096 + BYTES - 1], 3);
 	ck_assert_int_eq(dst[4095], 0);
@@ -483,9 +489,11 @@ static void app_plain_handler(int sig)
 	siglongjmp(app_jump, 1);
 }
 
+static void *volatile null_pointer;
+
 NOINLINE static void null_write(void)
 {
-	*(volatile int *)(uintptr_t)0 = 1;
+	__asm__ volatile("movl $1, (%0)" : : "r"(null_pointer) : "memory");
 }
 
 START_TEST(application_segv_handler_still_runs)
@@ -620,7 +628,6 @@ START_TEST(fits_refuses_what_it_cannot_watch)
 	ck_assert_int_eq(ops->fits(&r, why, sizeof why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "not mapped"));
 
-	r.data[0].start = (uintptr_t)&ops->start; /* our own state pages? no: rodata */
 	r.data[0].start = (uintptr_t)(void *)null_write;
 	r.data[0].end = r.data[0].start + 16;
 	ck_assert_int_eq(ops->fits(&r, why, sizeof why), -EINVAL);

@@ -10,10 +10,6 @@
 
 #include "watch/watch.h"
 
-/* TEMPORARY until watch_pagetrap.c lands */
-static int tmp_fits(const struct watch_request *r, char *why, size_t len) { (void)r; snprintf(why, len, "pagetrap not built yet"); return -ENOTSUP; }
-static const struct watch_backend_ops watch_pagetrap_ops_tmp = { .name = "pagetrap", .fits = tmp_fits };
-
 static const struct {
 	const char *name;
 	const struct watch_backend_ops *ops;
@@ -21,7 +17,7 @@ static const struct {
 	[WATCH_BACKEND_AUTO] = { "auto", NULL },
 	[WATCH_BACKEND_INSTRUMENT] = { "instrument", &watch_instrument_ops },
 	[WATCH_BACKEND_BREAKPOINT] = { "breakpoint", &watch_breakpoint_ops },
-	[WATCH_BACKEND_PAGETRAP] = { "pagetrap", &watch_pagetrap_ops_tmp },
+	[WATCH_BACKEND_PAGETRAP] = { "pagetrap", &watch_pagetrap_ops },
 };
 
 const char *watch_backend_name(enum watch_backend b)

@@ -33,7 +33,10 @@
  * handlers stay first; faults that are not ours go to the application's.
  */
 #undef _FORTIFY_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
+#include "common/heritage_error.h"
 #include "watch.h"
 #include "watch_pagetrap.h"
 #include "watch_park.h"
@@ -189,6 +192,11 @@ static long set_thread_mask(uint64_t set, uint64_t *old)
 	return watch_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&set, (long)old, 8, 0, 0);
 }
 
+static long change_thread_mask(int how, uint64_t set, uint64_t *old)
+{
+	return watch_sys6(SYS_rt_sigprocmask, how, (long)&set, (long)old, 8, 0, 0);
+}
+
 /* ---- the window lock ------------------------------------------------------ */
 
 static long futex_word(_Atomic int *word, int op, int val, const struct timespec *ts)
@@ -236,7 +244,8 @@ static void lock_release(void)
 static uint64_t thread_lock(void)
 {
 	uint64_t old = 0;
-	set_thread_mask(S.async_mask & ~sigbit(watch_park_signal()), &old);
+	change_thread_mask(SIG_BLOCK, S.async_mask & ~sigbit(watch_park_signal()), &old);
+	change_thread_mask(SIG_UNBLOCK, sigbit(watch_park_signal()), NULL);
 	lock_acquire(watch_sys_gettid());
 	return old;
 }
@@ -585,7 +594,7 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 	}
 	/* Waiting for the lock, we must be parkable whatever the mask was. */
 	uint64_t entry_mask = 0;
-	set_thread_mask(S.async_mask & ~sigbit(watch_park_signal()), &entry_mask);
+	change_thread_mask(SIG_UNBLOCK, sigbit(watch_park_signal()), &entry_mask);
 	lock_acquire(self);
 	if (!run_at(addr)) {
 		lock_release(); /* unprotected meanwhile: just retry */
@@ -720,7 +729,9 @@ static void atfork_child(void)
 }
 
 /* At exit no page may stay protected: other destructors and atexit handlers
- * may still read the watched data. */
+ * may still read the watched data.  Registered with atexit at first use too,
+ * so it runs before the handlers the program registered earlier (a library
+ * destructor alone would run after all of them). */
 __attribute__((destructor)) static void pagetrap_at_exit(void)
 {
 	if (!S.ready)
@@ -772,6 +783,7 @@ static void pagetrap_init(void)
 	S.pid = watch_sys_getpid();
 	S.async_mask = ~sync_signals();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	atexit(pagetrap_at_exit);
 	S.ready = 1;
 }
 
@@ -837,6 +849,18 @@ struct range_check {
 	const char *problem;
 };
 
+/* Pages PROT_NONE only because another session watches them. */
+static int pages_are_ours(uintptr_t lo, uintptr_t hi)
+{
+	while (lo < hi) {
+		const struct pt_run *r = run_at(lo);
+		if (!r)
+			return 0;
+		lo = r->hi;
+	}
+	return 1;
+}
+
 static int check_mapping(const struct map_entry *e, void *arg)
 {
 	struct range_check *c = arg;
@@ -846,7 +870,8 @@ static int check_mapping(const struct map_entry *e, void *arg)
 		c->problem = "is not mapped";
 		return 1;
 	}
-	if (!(e->prot & (PROT_READ | PROT_WRITE)))
+	uintptr_t a = e->lo > c->lo ? e->lo : c->lo, b = e->hi < c->hi ? e->hi : c->hi;
+	if (!(e->prot & (PROT_READ | PROT_WRITE)) && !pages_are_ours(a, b))
 		c->problem = "is not accessible (PROT_NONE)";
 	else if (e->prot & PROT_EXEC)
 		c->problem = "lies in executable pages (code cannot be watched as data by page protection)";
@@ -1219,7 +1244,7 @@ void watch_pagetrap_stats(struct watch_pagetrap_stats *out)
  * the application's action is recorded (and reported back as oldact) and
  * called by chain() for the faults and traps that are not ours.  Not
  * interposed: sigset(), sysv_signal(), bsd_signal(), and raw rt_sigaction. */
-int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+HERITAGE_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	if ((sig == SIGSEGV || sig == SIGTRAP) && S.installed) {
 		app_lock();
@@ -1233,7 +1258,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 	return __sigaction(sig, act, oldact);
 }
 
-sighandler_t signal(int sig, sighandler_t handler)
+HERITAGE_PUBLIC sighandler_t signal(int sig, sighandler_t handler)
 {
 	struct sigaction act, old;
 	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
@@ -1404,7 +1429,7 @@ typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, __SOCKADDR_ARG, socklen
 typedef ssize_t (*send_fn)(int, const void *, size_t, int);
 typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, __CONST_SOCKADDR_ARG, socklen_t);
 
-ssize_t read(int fd, void *buf, size_t n)
+HERITAGE_PUBLIC ssize_t read(int fd, void *buf, size_t n)
 {
 	read_fn real = REAL(read_fn, read);
 	PASS_THROUGH(buf, n, real(fd, buf, n));
@@ -1413,7 +1438,7 @@ ssize_t read(int fd, void *buf, size_t n)
 #undef CALL
 }
 
-ssize_t write(int fd, const void *buf, size_t n)
+HERITAGE_PUBLIC ssize_t write(int fd, const void *buf, size_t n)
 {
 	write_fn real = REAL(write_fn, write);
 	PASS_THROUGH(buf, n, real(fd, buf, n));
@@ -1422,7 +1447,7 @@ ssize_t write(int fd, const void *buf, size_t n)
 #undef CALL
 }
 
-ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+HERITAGE_PUBLIC ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
 	pread_fn real = REAL(pread_fn, pread64);
 	PASS_THROUGH(buf, n, real(fd, buf, n, off));
@@ -1431,12 +1456,12 @@ ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 #undef CALL
 }
 
-ssize_t pread(int fd, void *buf, size_t n, off_t off)
+HERITAGE_PUBLIC ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
 	return pread64(fd, buf, n, off);
 }
 
-ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+HERITAGE_PUBLIC ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
 	pwrite_fn real = REAL(pwrite_fn, pwrite64);
 	PASS_THROUGH(buf, n, real(fd, buf, n, off));
@@ -1445,12 +1470,12 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 #undef CALL
 }
 
-ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+HERITAGE_PUBLIC ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	return pwrite64(fd, buf, n, off);
 }
 
-ssize_t recv(int fd, void *buf, size_t n, int flags)
+HERITAGE_PUBLIC ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	recv_fn real = REAL(recv_fn, recv);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
@@ -1459,7 +1484,7 @@ ssize_t recv(int fd, void *buf, size_t n, int flags)
 #undef CALL
 }
 
-ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *alen)
+HERITAGE_PUBLIC ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *alen)
 {
 	recvfrom_fn real = REAL(recvfrom_fn, recvfrom);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
@@ -1468,7 +1493,7 @@ ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, so
 #undef CALL
 }
 
-ssize_t send(int fd, const void *buf, size_t n, int flags)
+HERITAGE_PUBLIC ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	send_fn real = REAL(send_fn, send);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
@@ -1477,7 +1502,7 @@ ssize_t send(int fd, const void *buf, size_t n, int flags)
 #undef CALL
 }
 
-ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t alen)
+HERITAGE_PUBLIC ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t alen)
 {
 	sendto_fn real = REAL(sendto_fn, sendto);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
@@ -1498,7 +1523,7 @@ static int iov_watched(const struct iovec *iov, int cnt, size_t *total)
 	return watched;
 }
 
-ssize_t readv(int fd, const struct iovec *iov, int cnt)
+HERITAGE_PUBLIC ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	readv_fn real = REAL(readv_fn, readv);
 	size_t total;
@@ -1522,7 +1547,7 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return r;
 }
 
-ssize_t writev(int fd, const struct iovec *iov, int cnt)
+HERITAGE_PUBLIC ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	readv_fn real = REAL(readv_fn, writev);
 	size_t total;
@@ -1550,7 +1575,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+HERITAGE_PUBLIC ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();

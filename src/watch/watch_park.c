@@ -1,7 +1,9 @@
 /*
  * Parking the other threads of the process (see watch_park.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "watch_park.h"
 #include "watch_sys.h"
 
