@@ -4,7 +4,7 @@
 
 #include "common/heritage_error.h"
 
-static __thread char last_error[512];
+static __thread char last_error[1024];
 
 int heritage_fail(int err, const char *fmt, ...)
 {

@@ -21,6 +21,7 @@ int it2_set_init(struct it2_set *s)
 		s->default_mode = RANGEMAP_EXACT;
 		return 0;
 	}
+	s->bad_mode_env = 1;
 	return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_MODE=%s: expected 'coarse' or 'exact'", mode);
 }
 
@@ -106,8 +107,22 @@ int it2_set_range(struct it2_set *s, int instr, uint64_t start, uint64_t end,
 	enum rangemap_mode mode = it2_set_mode(s);
 	err = instr ? rangemap_instr(start, end, mode, all_tagged(s), &map) : rangemap_data(start, end, mode, &map);
 	if (err)
-		return heritage_fail(err, "%s: [%#llx, %#llx) cannot be mapped", what, (unsigned long long)start,
-		                     (unsigned long long)end);
+		return heritage_fail(-EINVAL, "%s: [%#llx, %#llx) cannot be mapped to debug-register pairs", what,
+		                     (unsigned long long)start, (unsigned long long)end);
+	/* The cover, not just the request, must stay off our own memory: a
+	 * coarse cover is what gets watched. */
+	for (unsigned k = 0; k < map.ncover; k++) {
+		for (int i = 0; i < nseg; i++)
+			if (overlaps(map.cover[k].start, map.cover[k].end, seg[i].start, seg[i].end))
+				return heritage_fail(-EINVAL, "%s: the coarse cover [%#llx, %#llx) of [%#llx, %#llx) reaches "
+				                     "libpapi's own code or data; use :exact=1", what,
+				                     (unsigned long long)map.cover[k].start,
+				                     (unsigned long long)map.cover[k].end, (unsigned long long)start,
+				                     (unsigned long long)end);
+		if (own_end > own_start && overlaps(map.cover[k].start, map.cover[k].end, own_start, own_end))
+			return heritage_fail(-EINVAL, "%s: the coarse cover of [%#llx, %#llx) reaches the event set's own "
+			                     "state; use :exact=1", what, (unsigned long long)start, (unsigned long long)end);
+	}
 	if (map.start_off > INT_MAX || map.end_off > INT_MAX)
 		return heritage_fail(-EINVAL, "%s: the coarse cover of [%#llx, %#llx) reaches further than PAPI's int "
 		                     "start_off/end_off can say; use :exact=1", what,
@@ -153,6 +168,7 @@ int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n)
 			return heritage_fail(-EBUSY, "itanium2: CPU_CYCLES cannot join a range-restricted event set");
 	memcpy(s->codes, codes, n * sizeof *codes);
 	s->nevents = n;
+	s->has_cycles = has_event(s, IT2_CPU_CYCLES);
 	return 0;
 }
 
@@ -193,6 +209,9 @@ int it2_set_start(struct it2_set *s)
 	const char *env = heritage_env("itanium2", "backend");
 	int want_data = 0, want_code = 0, want_misaligned = 0;
 
+	if (s->bad_mode_env)
+		return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_MODE=%s: expected 'coarse' or 'exact'",
+		                     heritage_env("itanium2", "mode"));
 	if (env && watch_backend_from_name(env, &forced) != 0)
 		return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_BACKEND=%s: expected auto, instrument, breakpoint "
 		                     "or pagetrap", env);
@@ -227,7 +246,7 @@ int it2_set_start(struct it2_set *s)
 
 	/* PAPI_start counts from zero, as the hardware components do. */
 	s->cpu_ns_acc = 0;
-	s->cpu_ns_at_start = has_event(s, IT2_CPU_CYCLES) ? thread_cpu_ns() : 0;
+	s->cpu_ns_at_start = s->has_cycles ? thread_cpu_ns() : 0;
 	if (want_data || want_code) {
 		int err = watch_session_start(&s->ws, forced, why, sizeof why);
 		if (err)
@@ -242,7 +261,7 @@ int it2_set_stop(struct it2_set *s)
 	if (!s->running)
 		return 0;
 	it2_set_read(s);
-	if (has_event(s, IT2_CPU_CYCLES))
+	if (s->has_cycles)
 		s->cpu_ns_acc += thread_cpu_ns() - s->cpu_ns_at_start;
 	watch_session_stop(&s->ws);
 	s->running = 0;
@@ -253,7 +272,7 @@ void it2_set_reset(struct it2_set *s)
 {
 	watch_session_reset(&s->ws);
 	s->cpu_ns_acc = 0;
-	if (s->running && has_event(s, IT2_CPU_CYCLES))
+	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
 }
 
@@ -263,7 +282,7 @@ void it2_set_read(struct it2_set *s)
 	uint64_t cpu_ns = s->cpu_ns_acc;
 
 	watch_session_read(&s->ws, &c);
-	if (s->running && has_event(s, IT2_CPU_CYCLES))
+	if (s->running && s->has_cycles)
 		cpu_ns += thread_cpu_ns() - s->cpu_ns_at_start;
 	for (unsigned i = 0; i < s->nevents; i++) {
 		enum it2_counts what = it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts;

@@ -23,12 +23,14 @@ struct it2_range {
 
 struct it2_set {
 	enum rangemap_mode default_mode;   /* PAPI_HERITAGE_ITANIUM2_MODE */
+	int bad_mode_env;                  /* it was neither coarse nor exact: PAPI_start says so */
 	enum rangemap_mode range_mode;     /* the mode the ranges were mapped in */
 	struct it2_range drange, irange;
 	unsigned nevents;
 	unsigned codes[IT2_MAX_EVENTS];
 	struct watch_session ws;
 	int running;
+	int has_cycles;                    /* CPU_CYCLES is in the set */
 	uint64_t cpu_ns_at_start, cpu_ns_acc;
 	long long values[IT2_MAX_EVENTS];
 };

@@ -87,14 +87,24 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
 	err = watch_choose_backend(&s->req, forced, &b, why, len);
 	if (err)
 		return err;
-	s->backend = b;
-	s->ops = backends[b].ops;
 	s->tid = (pid_t)syscall(SYS_gettid);
-	err = s->ops->start(s, why, len);
-	if (err)
-		return err;
-	s->running = 1;
-	return 0;
+	for (;;) {
+		s->backend = b;
+		s->ops = backends[b].ops;
+		err = s->ops->start(s, why, len);
+		if (err == 0) {
+			s->running = 1;
+			return 0;
+		}
+		/* Chosen automatically but the system refused it (debug registers
+		 * taken, perf_event_paranoid): the next backend that fits. */
+		if (forced != WATCH_BACKEND_AUTO || b != WATCH_BACKEND_BREAKPOINT)
+			return err;
+		char why_next[WATCH_ERRLEN];
+		if (backends[WATCH_BACKEND_PAGETRAP].ops->fits(&s->req, why_next, sizeof why_next) != 0)
+			return err;
+		b = WATCH_BACKEND_PAGETRAP;
+	}
 }
 
 void watch_session_stop(struct watch_session *s)
@@ -116,14 +126,32 @@ void watch_counts_add(struct watch_counts *to, const struct watch_counts *from)
 		to->insns_pair[k] += from->insns_pair[k];
 }
 
-void watch_session_read(const struct watch_session *s, struct watch_counts *out)
+/* On PAPI_read's path.  Field by field and not vectorised: 16-byte loads of
+ * counters just written as 8-byte stores stall on store forwarding, which
+ * made this the largest part of a PAPI_read. */
+__attribute__((optimize("no-tree-vectorize"))) void watch_session_read(const struct watch_session *s,
+                                                                      struct watch_counts *out)
 {
-	*out = s->acc;
-	if (s->running) {
-		struct watch_counts live;
-		s->ops->read(s, &live);
-		watch_counts_add(out, &live);
+	struct watch_counts live_copy;
+	const struct watch_counts *live;
+
+	if (!s->running) {
+		*out = s->acc;
+		return;
 	}
+	if (s->ops->live) {
+		live = s->ops->live(s);
+	} else {
+		s->ops->read(s, &live_copy);
+		live = &live_copy;
+	}
+	out->loads = s->acc.loads + live->loads;
+	out->stores = s->acc.stores + live->stores;
+	out->misaligned_loads = s->acc.misaligned_loads + live->misaligned_loads;
+	out->misaligned_stores = s->acc.misaligned_stores + live->misaligned_stores;
+	out->insns = s->acc.insns + live->insns;
+	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
+		out->insns_pair[k] = s->acc.insns_pair[k] + live->insns_pair[k];
 }
 
 void watch_session_reset(struct watch_session *s)

@@ -25,7 +25,7 @@
 
 #define WATCH_MAX_INTERVALS 4
 #define WATCH_CODE_PAIRS 4
-#define WATCH_ERRLEN 256
+#define WATCH_ERRLEN 512
 
 enum watch_backend {
 	WATCH_BACKEND_AUTO = 0,
@@ -95,6 +95,9 @@ struct watch_backend_ops {
 	void (*read)(const struct watch_session *s, struct watch_counts *live);
 	/* Zero the live counts of a running session. */
 	void (*reset)(struct watch_session *s);
+	/* Optional: where the live counts of a running session are kept, when
+	 * they can be read in place (PAPI_read then copies nothing). */
+	const struct watch_counts *(*live)(const struct watch_session *s);
 };
 
 extern const struct watch_backend_ops watch_instrument_ops;

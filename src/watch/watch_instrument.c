@@ -52,19 +52,33 @@ static int slow_match(uintptr_t a, size_t size, uintptr_t pc)
 	return 1;
 }
 
+/* Everything but the plain count: several intervals, a code-range filter,
+ * misaligned accounting.  Kept out of line so the common hook is a compare
+ * and an increment (a misaligned counter updated on every access costs a
+ * dependent read-modify-write per hook call: 2.2 ns instead of 0.7). */
+static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int store, uintptr_t pc)
+{
+	if (!slow_match(a, size, pc))
+		return;
+	int misaligned = (size & (size - 1)) == 0 && (a & (size - 1)) != 0;
+	if (store) {
+		it.c.stores++;
+		it.c.misaligned_stores += misaligned;
+	} else {
+		it.c.loads++;
+		it.c.misaligned_loads += misaligned;
+	}
+}
+
 static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc)
 {
 	if (__builtin_expect(a < it.hi && a + size > it.lo, 0)) {
-		if (__builtin_expect(it.slow, 0) && !slow_match(a, size, pc))
-			return;
-		int misaligned = (size & (size - 1)) == 0 && (a & (size - 1)) != 0;
-		if (store) {
+		if (__builtin_expect(it.slow, 0))
+			account_slow(a, size, store, pc);
+		else if (store)
 			it.c.stores++;
-			it.c.misaligned_stores += misaligned;
-		} else {
+		else
 			it.c.loads++;
-			it.c.misaligned_loads += misaligned;
-		}
 	}
 }
 
@@ -230,7 +244,7 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 				it.hi = r->data[i].end;
 		}
 	}
-	it.slow = r->ndata > 1 || r->data_by_code;
+	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned;
 	return 0;
 }
 
@@ -238,6 +252,12 @@ static void instrument_read(const struct watch_session *s, struct watch_counts *
 {
 	(void)s;
 	*live = it.c;
+}
+
+static const struct watch_counts *instrument_live(const struct watch_session *s)
+{
+	(void)s;
+	return &it.c;
 }
 
 static void instrument_stop(struct watch_session *s)
@@ -259,5 +279,6 @@ const struct watch_backend_ops watch_instrument_ops = {
 	.start = instrument_start,
 	.stop = instrument_stop,
 	.read = instrument_read,
+	.live = instrument_live,
 	.reset = instrument_reset,
 };
