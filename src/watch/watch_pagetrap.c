@@ -31,6 +31,18 @@
  *
  * sigaction() and signal() are interposed for SIGSEGV and SIGTRAP so that our
  * handlers stay first; faults that are not ours go to the application's.
+ *
+ * Code ranges ("Code ranges" below): the pages holding watched instructions
+ * lose PROT_EXEC (they stay readable, so data reads of them, and system calls
+ * reading from them, are unaffected).  Fetching from them faults with the
+ * instruction-fetch bit in the error code and si_addr == RIP; the handler then
+ * opens the code pages, sets the trap flag and keeps the window lock while the
+ * thread single-steps inside them.  Each step trap counts the instruction that
+ * just completed; when RIP leaves the code pages (a call out, the return) TF is
+ * cleared and the pages are closed again, so code outside the range runs at
+ * full speed.  Other threads are parked for the window only when another
+ * thread has a code session of its own (otherwise nothing they run through an
+ * open page could be counted anyway).
  */
 #undef _FORTIFY_SOURCE
 #ifndef _GNU_SOURCE
@@ -48,6 +60,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -78,6 +91,7 @@
 
 #define EFLAGS_TF 0x100ull
 #define PF_WRITE 0x2ull
+#define PF_INSTR 0x10ull /* the fault was an instruction fetch (needs NX, always on x86-64) */
 
 /* A session's share of the state: what it watches, what it has counted.
  * Counts are written only by the handler running on the owning thread. */
@@ -86,6 +100,8 @@ struct pt_slot {
 	int tid;
 	unsigned nint;
 	struct watch_interval iv[WATCH_MAX_INTERVALS]; /* sorted, merged */
+	unsigned ncode;                                /* code pairs, as requested */
+	struct watch_interval code[WATCH_CODE_PAIRS];
 	struct watch_counts counts;
 };
 
@@ -110,6 +126,18 @@ struct pt_window {
 	struct watch_x86_insn insn;
 };
 
+/* The one code window: a thread single-stepping through open code pages.  It
+ * holds the window lock from the exec fault until RIP leaves the pages. */
+struct pt_cstep {
+	int active;
+	int tid;
+	int parked;      /* this window parked the other threads */
+	int app_had_tf;  /* the application was single-stepping itself */
+	int has_pending;
+	uintptr_t pending; /* the instruction now executing; counted at the next trap */
+	uint64_t app_mask;
+};
+
 struct pt_state {
 	/* The window lock: tid of the holder, 0 when free; futex word. */
 	_Atomic int lock_owner;
@@ -124,8 +152,14 @@ struct pt_state {
 	_Atomic uint32_t runs_seq; /* odd while runs[] changes (readers retry) */
 	_Atomic unsigned nruns;
 	struct pt_run runs[PT_MAX_RUNS];
+	/* Code pages we made non-executable (prot: the protection to give back);
+	 * same seqlock as runs[]. */
+	_Atomic unsigned ncruns;
+	struct pt_run cruns[PT_MAX_RUNS];
 	struct pt_slot slots[PT_MAX_SESSIONS];
 	struct pt_window win;
+	struct pt_cstep cstep;
+	_Atomic int code_used; /* a code session was ever started */
 
 	/* What the application installed for SIGSEGV / SIGTRAP. */
 	_Atomic int app_lock;
@@ -146,6 +180,7 @@ struct pt_state {
 	uint64_t thread_saved_mask;
 
 	_Atomic uint64_t faults, int3_steps, tf_steps, undecoded, bounced;
+	_Atomic uint64_t code_entries, code_steps;
 
 	char maps[PT_MAPS_BUF];
 };
@@ -296,6 +331,45 @@ static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct pt_run *out,
 	}
 }
 
+static const struct pt_run *code_run_at(uintptr_t addr)
+{
+	unsigned n = atomic_load(&S.ncruns);
+	for (unsigned i = 0; i < n; i++)
+		if (addr >= S.cruns[i].lo && addr < S.cruns[i].hi)
+			return &S.cruns[i];
+	return NULL;
+}
+
+/* Without the lock (seqlock read): is addr on a code page we made
+ * non-executable? */
+static int code_page_protected(uintptr_t addr)
+{
+	for (;;) {
+		uint32_t seq = atomic_load(&S.runs_seq);
+		if (seq & 1)
+			continue;
+		int hit = code_run_at(addr) != NULL;
+		if (atomic_load(&S.runs_seq) == seq)
+			return hit;
+	}
+}
+
+/* Without the lock: does [lo, hi) touch any of our code pages? */
+static int code_runs_overlap(uintptr_t lo, uintptr_t hi)
+{
+	for (;;) {
+		uint32_t seq = atomic_load(&S.runs_seq);
+		if (seq & 1)
+			continue;
+		int hit = 0;
+		unsigned n = atomic_load(&S.ncruns);
+		for (unsigned i = 0; i < n && i < PT_MAX_RUNS; i++)
+			hit |= S.cruns[i].lo < hi && S.cruns[i].hi > lo;
+		if (atomic_load(&S.runs_seq) == seq)
+			return hit;
+	}
+}
+
 /* ---- counting ------------------------------------------------------------- */
 
 /* How many of the count elements [base + i*size, base + (i+1)*size) overlap
@@ -359,6 +433,25 @@ static void count_access(int self, uintptr_t base, uint32_t size, uint64_t count
 			if (mis)
 				sl->counts.misaligned_stores += n;
 		}
+	}
+}
+
+/* One executed instruction at addr, for the sessions of this thread: once in
+ * every pair that holds it, once in insns however many pairs do. */
+static void count_insn(int self, uintptr_t addr)
+{
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
+		struct pt_slot *sl = &S.slots[i];
+		if (!sl->used || sl->tid != self || !sl->ncode)
+			continue;
+		int hit = 0;
+		for (unsigned k = 0; k < sl->ncode; k++) {
+			if (addr >= sl->code[k].start && addr < sl->code[k].end) {
+				sl->counts.insns_pair[k]++;
+				hit = 1;
+			}
+		}
+		sl->counts.insns += (uint64_t)hit;
 	}
 }
 
@@ -430,9 +523,15 @@ static void open_window(int self, ucontext_t *uc, uintptr_t fault_addr)
 	int is_write = ((uint64_t)g[REG_ERR] & PF_WRITE) != 0;
 	struct pt_window *w = &S.win;
 
+	/* A data access from an instruction this thread is stepping through
+	 * watched code: TF is already on and must stay on (the same trap ends both
+	 * windows), and a park the code window made must not be nested, since a
+	 * nested park's release would wake the threads it parked. */
+	int stepping = S.cstep.active && S.cstep.tid == self;
+
 	/* Also when the lock was already ours (a fault inside start/stop): no
 	 * thread-context holder of the lock parks anybody. */
-	w->parked = watch_park_others(self) > 0;
+	w->parked = stepping && S.cstep.parked ? 0 : watch_park_others(self) > 0;
 	atomic_fetch_add(&S.faults, 1);
 	w->counted_at_fault = 0;
 	w->nopen = 0;
@@ -456,7 +555,7 @@ static void open_window(int self, ucontext_t *uc, uintptr_t fault_addr)
 	open_bytes(fault_addr, fault_addr + 1);
 
 	w->use_tf = 1;
-	if (decoded && w->insn.sequential) {
+	if (decoded && w->insn.sequential && !stepping) {
 		uintptr_t next = (uintptr_t)g[REG_RIP] + w->insn.len;
 		uint8_t orig, cc = 0xCC;
 		if (watch_sys_pread(S.mem_fd, &orig, 1, next) == 1 && watch_sys_pwrite(S.mem_fd, &cc, 1, next) == 1) {
@@ -466,7 +565,7 @@ static void open_window(int self, ucontext_t *uc, uintptr_t fault_addr)
 		}
 	}
 	if (w->use_tf) {
-		w->app_had_tf = ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0;
+		w->app_had_tf = stepping || ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0;
 		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
 	}
 	w->app_mask = *mask_word(uc);
@@ -485,6 +584,168 @@ static void abort_window(ucontext_t *uc)
 		watch_sys_pwrite(S.mem_fd, &S.win.patch_orig, 1, S.win.patch_addr);
 	}
 	end_window(uc);
+}
+
+/* ---- code ranges ---------------------------------------------------------- *
+ *
+ * All with the window lock held by the stepping thread.  Every code run is
+ * opened for a window, so "inside" simply means "on a page of some code run". */
+
+static void open_code_pages(void)
+{
+	unsigned n = atomic_load(&S.ncruns);
+	for (unsigned i = 0; i < n; i++)
+		watch_sys_mprotect(S.cruns[i].lo, S.cruns[i].hi - S.cruns[i].lo, S.cruns[i].prot);
+}
+
+static void close_code_pages(void)
+{
+	unsigned n = atomic_load(&S.ncruns);
+	for (unsigned i = 0; i < n; i++)
+		watch_sys_mprotect(S.cruns[i].lo, S.cruns[i].hi - S.cruns[i].lo, S.cruns[i].prot & ~PROT_EXEC);
+}
+
+/* Parking is needed only for another thread's code session: whatever a thread
+ * without one runs through an open page would not be counted anyway, and data
+ * pages are not opened by a code window. */
+static int others_count_code(int self)
+{
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
+		if (S.slots[i].used && S.slots[i].ncode && S.slots[i].tid != self)
+			return 1;
+	return 0;
+}
+
+/* Instruction bytes at addr: straight from memory when they lie on a code
+ * page (readable: we only took PROT_EXEC away), else through /proc/self/mem,
+ * which does not fault. */
+static int peek_code(uintptr_t addr, uint8_t *buf, unsigned n)
+{
+	const struct pt_run *r = code_run_at(addr);
+	if (r && addr + n <= r->hi) {
+		watch_copy(buf, (const void *)addr, n);
+		return 0;
+	}
+	return watch_sys_pread(S.mem_fd, buf, n, addr) == (long)n ? 0 : -1;
+}
+
+static int is_syscall_at(uintptr_t addr)
+{
+	uint8_t b[2];
+	return peek_code(addr, b, 2) == 0 && b[0] == 0x0f && b[1] == 0x05;
+}
+
+/* A rep/repe/repne string instruction: with TF set it traps after every
+ * iteration with RIP unchanged, and must count once. */
+static int is_rep_string_at(uintptr_t addr)
+{
+	uint8_t b[15];
+	if (peek_code(addr, b, sizeof b) != 0)
+		return 0;
+	int rep = 0;
+	unsigned i = 0;
+	for (; i < sizeof b; i++) {
+		uint8_t p = b[i];
+		if (p == 0xf2 || p == 0xf3)
+			rep = 1;
+		else if (!(p == 0x66 || p == 0x67 || p == 0x2e || p == 0x36 || p == 0x3e || p == 0x26 || p == 0x64 ||
+		           p == 0x65 || p == 0xf0 || (p >= 0x40 && p <= 0x4f)))
+			break;
+	}
+	if (!rep || i == sizeof b)
+		return 0;
+	uint8_t op = b[i];
+	return (op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf) || (op >= 0x6c && op <= 0x6f);
+}
+
+/* At the exec fault: the lock is ours.  Open the code pages, step from the
+ * faulting instruction on.  RIP is the faulting instruction (not yet run),
+ * unless an instruction straddling into a code page from outside faulted on
+ * its tail: then it is not ours to count. */
+static void begin_code_window(int self, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	struct pt_cstep *c = &S.cstep;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+
+	c->active = 1;
+	c->tid = self;
+	c->parked = others_count_code(self) ? watch_park_others(self) > 0 : 0;
+	open_code_pages();
+	c->has_pending = code_run_at(rip) != NULL;
+	c->pending = rip;
+	c->app_had_tf = ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0;
+	g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
+	/* No asynchronous handler runs while we step: it would run with the pages
+	 * open (and TF cleared by the kernel), uncounted. */
+	c->app_mask = *mask_word(uc);
+	*mask_word(uc) = c->app_mask | S.async_mask;
+	atomic_fetch_add(&S.code_entries, 1);
+}
+
+/* Control left the code pages (or is abandoned to an application handler):
+ * close them, stop stepping, give the lock back. */
+static void end_code_window(ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	struct pt_cstep *c = &S.cstep;
+	if (!c->app_had_tf)
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+	close_code_pages();
+	*mask_word(uc) = c->app_mask;
+	c->active = 0;
+	c->has_pending = 0;
+	if (c->parked) {
+		c->parked = 0;
+		watch_park_release();
+	}
+	lock_release();
+}
+
+static int stepping_here(int self)
+{
+	return atomic_load(&S.lock_owner) == self && S.cstep.active && S.cstep.tid == self;
+}
+
+/* A single-step trap while stepping: the pending instruction has completed
+ * (count it), RIP is the next one to run. */
+static void code_step(int self, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	struct pt_cstep *c = &S.cstep;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+
+	atomic_fetch_add(&S.code_steps, 1);
+	if (c->has_pending) {
+		uintptr_t done = c->pending;
+		if (rip == done && is_rep_string_at(done))
+			return; /* one more iteration of the same instruction */
+		count_insn(self, done);
+		/* The kernel returns from a system call with IRET, which re-arms TF
+		 * only after the next instruction: the trap owed to the syscall is
+		 * lost and the instruction after it runs untrapped (measured: the
+		 * next trap's RIP is past it).  Count it from here; it may itself be
+		 * a syscall.  When RIP is syscall+2 the kernel did trap: nothing lost. */
+		for (int i = 0; i < 4 && is_syscall_at(done) && rip != done + 2; i++) {
+			done += 2;
+			if (!code_run_at(done))
+				break; /* it ran outside the code pages: not ours to count */
+			count_insn(self, done);
+		}
+	}
+	if (code_run_at(rip)) {
+		c->pending = rip;
+		c->has_pending = 1;
+		/* A sigprocmask inside the range unblocked signals: take that as the
+		 * application's mask from now on, but keep them out while stepping. */
+		uint64_t cur = *mask_word(uc);
+		if ((cur & S.async_mask) != S.async_mask) {
+			c->app_mask = cur;
+			*mask_word(uc) = cur | S.async_mask;
+		}
+		return;
+	}
+	end_code_window(uc);
 }
 
 /* ---- chaining to the application's handlers ------------------------------- */
@@ -568,6 +829,28 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 	ucontext_t *uc = ctx;
 	int self = watch_sys_gettid();
 	uintptr_t addr = (uintptr_t)si->si_addr;
+	uint64_t err = (uint64_t)uc->uc_mcontext.gregs[REG_ERR];
+
+	if (si->si_code == SEGV_ACCERR && (err & PF_INSTR) && code_page_protected(addr)) {
+		/* An instruction fetch from watched code. */
+		if (atomic_load(&S.lock_owner) == self && S.win.armed)
+			abort_window(uc); /* a stepped control transfer landed here; it completed */
+		if (stepping_here(self)) {
+			open_code_pages(); /* they should be open: an mprotect failed, try again */
+			return;
+		}
+		uint64_t entry_mask = 0;
+		change_thread_mask(SIG_UNBLOCK, sigbit(watch_park_signal()), &entry_mask);
+		lock_acquire(self);
+		if (!code_run_at(addr)) {
+			lock_release(); /* unprotected meanwhile: just retry */
+			set_thread_mask(entry_mask, NULL);
+			return;
+		}
+		begin_code_window(self, uc);
+		set_thread_mask(entry_mask, NULL);
+		return;
+	}
 
 	if (atomic_load(&S.lock_owner) == self && S.win.armed) {
 		/* The stepped instruction touched a page the decoder did not predict. */
@@ -583,12 +866,20 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 		}
 		/* Not allowed by the page's own protection, or not ours: a real fault. */
 		abort_window(uc);
+		if (stepping_here(self))
+			end_code_window(uc);
 		chain(sig, si, uc);
 		return;
 	}
 	if (si->si_code != SEGV_ACCERR || !page_is_protected(addr)) {
 		if (retry_stale_fault(self, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], addr, si->si_code))
 			return;
+		/* The application's fault inside watched code: its handler may
+		 * longjmp away, so stop stepping first.  The faulting instruction did
+		 * not complete and is not counted; if the handler resumes it, it
+		 * faults on the closed page again and counts then. */
+		if (stepping_here(self))
+			end_code_window(uc);
 		chain(sig, si, uc);
 		return;
 	}
@@ -624,8 +915,30 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 				g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
 			atomic_fetch_add(&S.tf_steps, 1);
 			end_window(uc);
+			/* Inside watched code the same trap is also the code step. */
+			if (!stepping_here(self))
+				return;
+		}
+	}
+	if (stepping_here(self)) {
+		if (si->si_code == TRAP_TRACE) {
+			code_step(self, uc);
 			return;
 		}
+		if (si->si_code == SI_KERNEL && S.cstep.has_pending) {
+			/* The application's own int3 (no TF trap follows a software
+			 * interrupt): it completed; RIP is the next instruction. */
+			count_insn(self, S.cstep.pending);
+			S.cstep.pending = (uintptr_t)g[REG_RIP];
+			S.cstep.has_pending = code_run_at(S.cstep.pending) != NULL;
+		}
+	} else if (si->si_code == TRAP_TRACE && atomic_load(&S.code_used) && S.app_trap.sa_handler == SIG_DFL &&
+	           !(S.app_trap.sa_flags & SA_SIGINFO)) {
+		/* A step trap nobody asked for: TF leaked out of a code window (a
+		 * pushf inside it, popf outside).  Without an application handler it
+		 * would kill the process; clear TF and go on. */
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+		return;
 	}
 	chain(sig, si, uc);
 }
@@ -689,13 +1002,16 @@ static void ensure_altstack(void)
 
 static void unprotect_everything(void)
 {
-	unsigned n = atomic_load(&S.nruns);
+	unsigned n = atomic_load(&S.nruns), nc = atomic_load(&S.ncruns);
 	atomic_fetch_add(&S.runs_seq, 1);
 	for (unsigned i = 0; i < n; i++)
 		watch_sys_mprotect(S.runs[i].lo, S.runs[i].hi - S.runs[i].lo, S.runs[i].prot);
+	for (unsigned i = 0; i < nc; i++)
+		watch_sys_mprotect(S.cruns[i].lo, S.cruns[i].hi - S.cruns[i].lo, S.cruns[i].prot);
 	atomic_store(&S.nruns, 0);
+	atomic_store(&S.ncruns, 0);
 	atomic_fetch_add(&S.runs_seq, 1);
-	if (n)
+	if (n || nc)
 		atomic_fetch_add(&S.unprotect_epoch, 1);
 }
 
@@ -717,6 +1033,7 @@ static void atfork_child(void)
 	unprotect_everything();
 	memset(S.slots, 0, sizeof S.slots);
 	S.win.armed = 0;
+	memset(&S.cstep, 0, sizeof S.cstep);
 	close(S.mem_fd);
 	S.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	S.pid = watch_sys_getpid();
@@ -751,6 +1068,8 @@ __attribute__((destructor)) static void pagetrap_at_exit(void)
 	unprotect_everything();
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
 		S.slots[i].used = 0;
+	/* A code window of ours (exit called from a handler's chain) is gone. */
+	S.cstep.active = 0;
 	atomic_store(&S.lock_owner, 0);
 	S.lock_depth = 0;
 	set_thread_mask(old, NULL);
@@ -873,7 +1192,7 @@ static int check_mapping(const struct map_entry *e, void *arg)
 	uintptr_t a = e->lo > c->lo ? e->lo : c->lo, b = e->hi < c->hi ? e->hi : c->hi;
 	if (!(e->prot & (PROT_READ | PROT_WRITE)) && !pages_are_ours(a, b))
 		c->problem = "is not accessible (PROT_NONE)";
-	else if (e->prot & PROT_EXEC)
+	else if ((e->prot & PROT_EXEC) || code_runs_overlap(a, b))
 		c->problem = "lies in executable pages (code cannot be watched as data by page protection)";
 	else if (strstr(e->name, "libcapstone") || !strcmp(e->name, "[vvar]") || !strcmp(e->name, "[vdso]") ||
 	         !strcmp(e->name, "[vsyscall]") || !strncmp(e->name, "[vvar", 5))
@@ -889,6 +1208,118 @@ static int overlaps_pages(uintptr_t lo, uintptr_t hi, uintptr_t olo, uintptr_t o
 	return PAGE_DOWN(lo) < PAGE_UP(ohi) && PAGE_UP(hi) > PAGE_DOWN(olo);
 }
 
+/* Code the handlers and the stepping itself run: the signal trampoline
+ * (__restore_rt) our handlers return through, capstone and what it calls,
+ * the loader's lazy binding, the vDSO.  Watching any of it would fault inside
+ * the handler or step the engine through itself. */
+static int is_runtime_object(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || !strncmp(base, "ld-linux", 8) ||
+	       !strncmp(base, "ld-", 3) || !strncmp(base, "libcapstone", 11) || !strncmp(base, "libpthread", 10) ||
+	       !strcmp(base, "[vdso]") || !strcmp(base, "[vsyscall]") || !strncmp(base, "[vvar", 5);
+}
+
+static int check_code_mapping(const struct map_entry *e, void *arg)
+{
+	struct range_check *c = arg;
+	if (e->hi <= c->lo)
+		return 0;
+	if (e->lo > c->lo) {
+		c->problem = "is not mapped";
+		return 1;
+	}
+	uintptr_t a = e->lo > c->lo ? e->lo : c->lo, b = e->hi < c->hi ? e->hi : c->hi;
+	if (is_runtime_object(e->name))
+		c->problem = "lies in the C library, the dynamic loader, capstone or the vDSO, which the page-trap "
+		             "engine's handlers run through; watch the application's own code";
+	else if (!(e->prot & PROT_EXEC) && !code_runs_overlap(a, b))
+		c->problem = "is not executable";
+	if (c->problem)
+		return 1;
+	c->lo = e->hi;
+	return c->lo >= c->hi;
+}
+
+/* The loaded object (executable or shared library) holding addr: its PT_LOAD
+ * segments, page-rounded, as [lo, hi) of the whole image. */
+struct object_span {
+	uintptr_t addr, lo, hi;
+	const char *name;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct object_span *o = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int mine = 0;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		mine |= o->addr >= a && o->addr < b;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	if (!mine)
+		return 0;
+	o->lo = PAGE_DOWN(lo);
+	o->hi = PAGE_UP(hi);
+	o->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the main program";
+	return 1;
+}
+
+static int check_code_ranges(const struct watch_request *req, char *why, size_t len)
+{
+	/* The engine's own object (libpapi.so, or a program linked with
+	 * libheritage.a): the handlers, the interposed libc entry points and
+	 * their PLT run there.  And libc wherever it is loaded from. */
+	struct object_span own = { (uintptr_t)(void *)&check_code_ranges, 0, 0, NULL };
+	struct object_span libc = { (uintptr_t)(void *)&getpid, 0, 0, NULL };
+	dl_iterate_phdr(find_object, &own);
+	dl_iterate_phdr(find_object, &libc);
+
+	for (unsigned i = 0; i < req->ncode; i++) {
+		uintptr_t lo = req->code_pair[i].start, hi = req->code_pair[i].end;
+		if (hi <= lo) {
+			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) is empty or reversed", i,
+			        (unsigned long)lo, (unsigned long)hi);
+			return -EINVAL;
+		}
+		if (own.name && overlaps_pages(lo, hi, own.lo, own.hi)) {
+			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) lies in %s, which holds the page-trap "
+			        "engine itself (its handlers would step through themselves); watch code in another "
+			        "object", i, (unsigned long)lo, (unsigned long)hi, own.name);
+			return -EINVAL;
+		}
+		if (libc.name && overlaps_pages(lo, hi, libc.lo, libc.hi)) {
+			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) lies in the C library (%s), which the "
+			        "page-trap engine's handlers return through; watch the application's own code", i,
+			        (unsigned long)lo, (unsigned long)hi, libc.name);
+			return -EINVAL;
+		}
+		struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), NULL };
+		uint64_t old = thread_lock();
+		int r = maps_for_each(check_code_mapping, &c);
+		thread_unlock(old);
+		if (r < 0) {
+			set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
+			return r;
+		}
+		if (!c.problem && c.lo < c.hi)
+			c.problem = "is not mapped";
+		if (c.problem) {
+			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) %s", i, (unsigned long)lo,
+			        (unsigned long)hi, c.problem);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
 {
 	if (!req) {
@@ -896,9 +1327,28 @@ static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
 		return -EINVAL;
 	}
 	if (req->want_code) {
-		set_why(why, len, "pagetrap: instruction-address ranges are not supported by this backend yet; "
-		                  "use the instrument backend or a breakpoint on a single address");
-		return -ENOTSUP;
+		if (req->want_data) {
+			/* Data windows and code windows would both own TF and the pages'
+			 * protection on the same instructions; combining them (IBR+DBR,
+			 * data_by_code) is not done. */
+			set_why(why, len, "pagetrap: data accesses and instructions cannot be counted in the same event "
+			                  "set by this backend; count them in two event sets");
+			return -ENOTSUP;
+		}
+		if (req->ncode == 0) {
+			set_why(why, len, "pagetrap: instruction counting needs an instruction address range");
+			return -ENOTSUP;
+		}
+		if (req->ncode > WATCH_CODE_PAIRS) {
+			set_why(why, len, "pagetrap: at most %d code ranges", WATCH_CODE_PAIRS);
+			return -EINVAL;
+		}
+		int err = ensure_init();
+		if (err) {
+			set_why(why, len, "pagetrap: cannot start the engine (%s)", strerror(-err));
+			return err;
+		}
+		return check_code_ranges(req, why, len);
 	}
 	if (!req->want_data) {
 		set_why(why, len, "pagetrap: the request asks for no data accesses");
@@ -1021,8 +1471,23 @@ static int collect_gap(const struct map_entry *e, void *arg)
 	return 0;
 }
 
-/* Installs the sorted, coalesced run list `runs` (n entries) as S.runs. */
-static int publish_runs(struct pt_run *runs, unsigned n)
+/* The run list of data pages (code = 0) or of code pages (code = 1), and the
+ * protection a closed run of it has: data pages fault on every access, code
+ * pages only on instruction fetches (they stay readable). */
+static struct pt_run *runs_of(int code, _Atomic unsigned **n)
+{
+	*n = code ? &S.ncruns : &S.nruns;
+	return code ? S.cruns : S.runs;
+}
+
+static int closed_prot(int code, int prot)
+{
+	return code ? prot & ~PROT_EXEC : PROT_NONE;
+}
+
+/* Installs the sorted, coalesced run list `runs` (n entries) as S.runs
+ * (or S.cruns). */
+static int publish_runs(int code, struct pt_run *runs, unsigned n)
 {
 	qsort(runs, n, sizeof *runs, cmp_run);
 	unsigned k = 0;
@@ -1034,18 +1499,22 @@ static int publish_runs(struct pt_run *runs, unsigned n)
 	}
 	if (k > PT_MAX_RUNS)
 		return -ENOSPC;
+	_Atomic unsigned *np;
+	struct pt_run *dst = runs_of(code, &np);
 	atomic_fetch_add(&S.runs_seq, 1);
-	memcpy(S.runs, runs, k * sizeof *runs);
-	atomic_store(&S.nruns, k);
+	memcpy(dst, runs, k * sizeof *runs);
+	atomic_store(np, k);
 	atomic_fetch_add(&S.runs_seq, 1);
 	return 0;
 }
 
-static int protect_pages(const struct watch_interval *iv, unsigned nint)
+static int protect_pages(int code, const struct watch_interval *iv, unsigned nint)
 {
 	static struct pt_run next[2 * PT_MAX_RUNS]; /* under the lock */
-	unsigned n = atomic_load(&S.nruns);
-	memcpy(next, S.runs, n * sizeof *next);
+	_Atomic unsigned *np;
+	const struct pt_run *cur = runs_of(code, &np);
+	unsigned n = atomic_load(np);
+	memcpy(next, cur, n * sizeof *next);
 	unsigned first_new = n;
 	for (unsigned k = 0; k < nint; k++) {
 		uintptr_t lo = PAGE_DOWN(iv[k].start), hi = PAGE_UP(iv[k].end);
@@ -1054,13 +1523,13 @@ static int protect_pages(const struct watch_interval *iv, unsigned nint)
 			uintptr_t gap_hi = hi;
 			int covered = 0;
 			for (unsigned i = 0; i < n; i++) {
-				if (S.runs[i].lo <= lo && S.runs[i].hi > lo) {
-					lo = S.runs[i].hi;
+				if (next[i].lo <= lo && next[i].hi > lo) {
+					lo = next[i].hi;
 					covered = 1;
 					break;
 				}
-				if (S.runs[i].lo > lo && S.runs[i].lo < gap_hi)
-					gap_hi = S.runs[i].lo;
+				if (next[i].lo > lo && next[i].lo < gap_hi)
+					gap_hi = next[i].lo;
 			}
 			if (covered)
 				continue;
@@ -1073,57 +1542,68 @@ static int protect_pages(const struct watch_interval *iv, unsigned nint)
 		}
 	}
 	for (unsigned i = first_new; i < n; i++) {
-		if (watch_sys_mprotect(next[i].lo, next[i].hi - next[i].lo, PROT_NONE) != 0) {
+		if (watch_sys_mprotect(next[i].lo, next[i].hi - next[i].lo, closed_prot(code, next[i].prot)) != 0) {
 			for (unsigned j = first_new; j < i; j++)
 				watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
 			return -ENOMEM;
 		}
 	}
-	int r = publish_runs(next, n);
+	int r = publish_runs(code, next, n);
 	if (r < 0)
 		for (unsigned j = first_new; j < n; j++)
 			watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
 	return r;
 }
 
-/* Gives back the pages no running session needs any more. */
-static void unprotect_unneeded(void)
+/* Gives back the data (code = 0) or code pages no running session needs
+ * any more. */
+static void release_unneeded(int code)
 {
 	static struct watch_interval need[PT_MAX_SESSIONS * WATCH_MAX_INTERVALS];
 	static struct pt_run keep[2 * PT_MAX_RUNS];
 	unsigned nneed = 0, nkeep = 0, released = 0;
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
-		if (!S.slots[i].used)
+		const struct pt_slot *sl = &S.slots[i];
+		if (!sl->used)
 			continue;
-		for (unsigned k = 0; k < S.slots[i].nint; k++)
-			need[nneed++] = (struct watch_interval){ PAGE_DOWN(S.slots[i].iv[k].start),
-			                                         PAGE_UP(S.slots[i].iv[k].end) };
+		unsigned cnt = code ? sl->ncode : sl->nint;
+		const struct watch_interval *iv = code ? sl->code : sl->iv;
+		for (unsigned k = 0; k < cnt; k++)
+			need[nneed++] = (struct watch_interval){ PAGE_DOWN(iv[k].start), PAGE_UP(iv[k].end) };
 	}
 	nneed = merge_intervals(need, nneed);
-	unsigned n = atomic_load(&S.nruns);
+	_Atomic unsigned *np;
+	const struct pt_run *runs = runs_of(code, &np);
+	unsigned n = atomic_load(np);
 	for (unsigned i = 0; i < n; i++) {
-		uintptr_t at = S.runs[i].lo;
-		for (unsigned k = 0; k < nneed && at < S.runs[i].hi; k++) {
+		uintptr_t at = runs[i].lo;
+		for (unsigned k = 0; k < nneed && at < runs[i].hi; k++) {
 			uintptr_t a = need[k].start > at ? need[k].start : at;
-			uintptr_t b = need[k].end < S.runs[i].hi ? need[k].end : S.runs[i].hi;
+			uintptr_t b = need[k].end < runs[i].hi ? need[k].end : runs[i].hi;
 			if (a >= b)
 				continue;
 			if (a > at) {
-				watch_sys_mprotect(at, a - at, S.runs[i].prot);
+				watch_sys_mprotect(at, a - at, runs[i].prot);
 				released = 1;
 			}
 			if (nkeep < 2 * PT_MAX_RUNS)
-				keep[nkeep++] = (struct pt_run){ a, b, S.runs[i].prot };
+				keep[nkeep++] = (struct pt_run){ a, b, runs[i].prot };
 			at = b;
 		}
-		if (at < S.runs[i].hi) {
-			watch_sys_mprotect(at, S.runs[i].hi - at, S.runs[i].prot);
+		if (at < runs[i].hi) {
+			watch_sys_mprotect(at, runs[i].hi - at, runs[i].prot);
 			released = 1;
 		}
 	}
-	publish_runs(keep, nkeep);
+	publish_runs(code, keep, nkeep);
 	if (released)
 		atomic_fetch_add(&S.unprotect_epoch, 1);
+}
+
+static void unprotect_unneeded(void)
+{
+	release_unneeded(0);
+	release_unneeded(1);
 }
 
 static int pagetrap_start(struct watch_session *s, char *why, size_t len)
@@ -1139,9 +1619,13 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	}
 	ensure_altstack();
 
-	struct watch_interval iv[WATCH_MAX_INTERVALS];
-	memcpy(iv, req.data, req.ndata * sizeof *iv);
-	unsigned nint = merge_intervals(iv, req.ndata);
+	struct watch_interval iv[WATCH_MAX_INTERVALS] = { { 0, 0 } }, civ[WATCH_CODE_PAIRS] = { { 0, 0 } };
+	unsigned nint = 0, ncode = req.want_code ? req.ncode : 0;
+	if (req.want_data) {
+		memcpy(iv, req.data, req.ndata * sizeof *iv);
+		nint = merge_intervals(iv, req.ndata);
+	}
+	memcpy(civ, req.code_pair, ncode * sizeof *civ);
 
 	uint64_t old = thread_lock();
 	struct pt_slot *slot = NULL;
@@ -1153,13 +1637,26 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 		set_why(why, len, "pagetrap: more than %d sessions running at once", PT_MAX_SESSIONS);
 		return -ENOSPC;
 	}
-	err = protect_pages(iv, nint);
+	err = protect_pages(0, iv, nint);
+	if (!err && ncode) {
+		/* Merged on a copy: the slot keeps the pairs in the caller's order,
+		 * since insns_pair[k] belongs to code_pair[k]. */
+		struct watch_interval pages[WATCH_CODE_PAIRS];
+		memcpy(pages, civ, sizeof civ);
+		err = protect_pages(1, pages, merge_intervals(pages, ncode));
+		if (err)
+			unprotect_unneeded(); /* the data pages just protected, if any */
+	}
 	if (!err) {
 		memset(slot, 0, sizeof *slot);
 		slot->tid = watch_sys_gettid();
 		slot->nint = nint;
 		memcpy(slot->iv, iv, sizeof iv);
+		slot->ncode = ncode;
+		memcpy(slot->code, civ, sizeof civ);
 		slot->used = 1;
+		if (ncode)
+			atomic_store(&S.code_used, 1);
 	}
 	thread_unlock(old);
 	if (err) {
@@ -1236,6 +1733,8 @@ void watch_pagetrap_stats(struct watch_pagetrap_stats *out)
 	out->undecoded = atomic_load(&S.undecoded);
 	out->park_timeouts = watch_park_timeouts();
 	out->bounced_syscalls = atomic_load(&S.bounced);
+	out->code_entries = atomic_load(&S.code_entries);
+	out->code_steps = atomic_load(&S.code_steps);
 }
 
 /* ---- signal disposition interposition ------------------------------------- */

@@ -14,6 +14,8 @@ struct watch_pagetrap_stats {
 	uint64_t undecoded;     /* faults whose instruction capstone could not decode */
 	uint64_t park_timeouts; /* threads that did not park in time (counts may be short) */
 	uint64_t bounced_syscalls; /* libc calls redirected through a bounce buffer */
+	uint64_t code_entries;  /* exec faults on watched code pages (code windows opened) */
+	uint64_t code_steps;    /* single-step traps taken inside watched code pages */
 };
 
 void watch_pagetrap_stats(struct watch_pagetrap_stats *out);
