@@ -2,10 +2,11 @@
  * breakpoint backend: x86 debug registers through
  * perf_event_open(PERF_TYPE_BREAKPOINT), counting mode, this thread only.
  *
- * x86 has no read-only data breakpoint (HW_BREAKPOINT_R is refused), so every
+ * x86 has no read-only data breakpoint (HW_BREAKPOINT_R is refused), so the
  * watched word takes two of the four registers: one RW and one W, and
- * loads = RW - W.  That bounds the cover to two naturally aligned words of
- * 1, 2, 4 or 8 bytes.  The debug unit raises one trap per instruction, so a
+ * loads = RW - W.  Only one word is watched, naturally aligned, of 1, 2, 4
+ * or 8 bytes: with two words, one access spanning both (a 16-byte vector
+ * load) would hit both registers and count twice.  The debug unit raises one trap per instruction, so a
  * read-modify-write instruction counts as a store only (its load is lost),
  * and the access address is never seen, so misaligned counts are refused.
  * Each hit costs a #DB trap (about 11 us on the reference VM); misses cost
@@ -23,8 +24,7 @@
 
 #include "watch/watch.h"
 
-#define BP_SLOTS 4
-#define BP_MAX_WORDS (BP_SLOTS / 2)
+#define BP_MAX_WORDS 1
 
 struct bp_word {
 	uintptr_t addr;
@@ -75,9 +75,8 @@ static int breakpoint_fits(const struct watch_request *req, char *why, size_t le
 		return -ENOTSUP;
 	}
 	if (split_words(req, w, BP_MAX_WORDS) < 0) {
-		snprintf(why, len, "the range needs more than %d aligned words of <= 8 bytes "
-		         "(each word takes an RW and a W debug register, %d registers in all)",
-		         BP_MAX_WORDS, BP_SLOTS);
+		snprintf(why, len, "the cover is not one naturally aligned word of 1, 2, 4 or 8 bytes "
+		         "(the word takes an RW and a W debug register; two words could count one access twice)");
 		return -ENOSPC;
 	}
 	return 0;

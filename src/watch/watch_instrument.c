@@ -1,16 +1,33 @@
 /*
- * instrument backend: code compiled with
+ * instrument backend: the compiler reports every load and store of the code
+ * it instruments, with no ASan runtime; we count the reports against
+ * thread-local bounds, so counting is exact, per thread, and only sees
+ * instrumented code (libc and the kernel are not).  Two ways of building
+ * that code, which may be mixed in one program:
+ *
+ * outline (pkg-config --cflags papi-heritage-instrument):
  *   -fsanitize=kernel-address --param asan-instrumentation-with-call-threshold=0
  *   --param asan-stack=0 --param asan-globals=0
- * (pkg-config --cflags papi-heritage-instrument) calls __asan_{load,store}N_noabort
- * before every load and store, with no ASan runtime.  We implement those hooks
- * as a range test against thread-local bounds and a thread-local counter, so
- * counting is exact, per thread, and costs a call per access of instrumented
- * code; accesses made by uninstrumented code (libc, the kernel) are not seen.
+ *   calls __asan_{load,store}N_noabort(addr) before every access.  A call per
+ *   access whatever is watched.
  *
- * The hot path is one compare pair against [lo, hi) in initial-exec TLS (no
- * __tls_get_addr call); everything rarer - several intervals, a code-range
- * filter - goes through `slow`.
+ * inline (pkg-config --cflags papi-heritage-instrument-inline):
+ *   -fsanitize=kernel-address -fasan-shadow-offset=0x7fff8000
+ *   --param asan-instrumentation-with-call-threshold=2147483647
+ *   --param asan-stack=0 --param asan-globals=0
+ *   checks a shadow byte per 8-byte granule, at (addr >> 3) + 0x7fff8000,
+ *   inline before every access and calls __asan_report_{load,store}N_noabort
+ *   only when it is non-zero.  (For kernel-address gcc 12 defaults the call
+ *   threshold to 0, i.e. outline: the threshold must be given.)  We reserve
+ *   that shadow in a constructor, before any instrumented code runs, and
+ *   poison it (0xff) only over what running sessions watch, so unwatched
+ *   accesses cost a load, a compare and a branch, and watched ones a call.
+ *
+ * Both sets of hooks end in the same test: one compare pair against [lo, hi)
+ * in initial-exec TLS (no __tls_get_addr call); everything rarer - several
+ * intervals, a code-range filter - goes through `slow`.  The shadow is shared
+ * by all threads and coarse (granules, plus slack around each range, see
+ * INLINE_SLACK), so a report only says "maybe": the TLS test decides.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +37,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/heritage_error.h"
@@ -99,16 +118,43 @@ HERITAGE_PUBLIC void __asan_storeN_noabort(uintptr_t a, size_t size);
 void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
 void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
 
+/* The inline mode's reports.  gcc 12 emits the sized ones for 1, 2, 4, 8
+ * and 16-byte accesses (16: SSE vectors, __int128) and _n for every other
+ * size (32-byte AVX vectors, struct copies, packed fields), with the size. */
+#define REPORT_HOOKS(n)                                                                  \
+	HERITAGE_PUBLIC void __asan_report_load##n##_noabort(uintptr_t a);               \
+	HERITAGE_PUBLIC void __asan_report_store##n##_noabort(uintptr_t a);              \
+	void __asan_report_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC()); }    \
+	void __asan_report_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC()); }
+REPORT_HOOKS(1)
+REPORT_HOOKS(2)
+REPORT_HOOKS(4)
+REPORT_HOOKS(8)
+REPORT_HOOKS(16)
+
+HERITAGE_PUBLIC void __asan_report_load_n_noabort(uintptr_t a, size_t size);
+HERITAGE_PUBLIC void __asan_report_store_n_noabort(uintptr_t a, size_t size);
+void __asan_report_load_n_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
+void __asan_report_store_n_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
+
 /* Called before noreturn calls (exit, longjmp); ASan unpoisons the stack
- * there.  We keep no shadow, so there is nothing to do. */
+ * there.  Our shadow never covers stacks (fits() refuses them), so there is
+ * nothing to do. */
 HERITAGE_PUBLIC void __asan_handle_no_return(void);
 void __asan_handle_no_return(void)
 {
 }
 
-/* Instrumented code imports the hooks, so the executable's dynamic symbol
- * table names them as undefined.  Looked up once: the executable does not
- * change under us. */
+/* Which hooks the executable imports: instrumented code calls them, so the
+ * executable's dynamic symbol table names them as undefined.  Only .dynsym:
+ * in a dynamic executable every import is there, and it stays small however
+ * big the full .symtab of a debug build is (this runs in every program that
+ * loads libpapi, from the constructor below). */
+enum {
+	HOOKS_OUTLINE = 1,  /* __asan_{load,store}*_noabort */
+	HOOKS_INLINE = 2,   /* __asan_report_*_noabort */
+};
+
 static int scan_executable(void)
 {
 	int found = 0;
@@ -119,20 +165,20 @@ static int scan_executable(void)
 	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	Elf_Scn *scn = NULL;
-	while (e && !found && (scn = elf_nextscn(e, scn)) != NULL) {
+	while (e && (scn = elf_nextscn(e, scn)) != NULL) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-		for (size_t i = 0; d && i < n && !found; i++) {
+		for (size_t i = 0; d && i < n && found != (HOOKS_OUTLINE | HOOKS_INLINE); i++) {
 			GElf_Sym sym;
-			if (!gelf_getsym(d, (int)i, &sym))
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx != SHN_UNDEF)
 				continue;
 			const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
-			/* An undefined reference: the executable calls the hooks. */
-			found = name && sym.st_shndx == SHN_UNDEF && strncmp(name, "__asan_", 7) == 0 &&
-			        strstr(name, "_noabort") != NULL;
+			if (!name || strncmp(name, "__asan_", 7) != 0 || !strstr(name, "_noabort"))
+				continue;
+			found |= strncmp(name, "__asan_report_", 14) == 0 ? HOOKS_INLINE : HOOKS_OUTLINE;
 		}
 	}
 	if (e)
@@ -141,7 +187,9 @@ static int scan_executable(void)
 	return found;
 }
 
-int watch_instrument_present(void)
+/* Looked up once: the executable does not change under us.  The constructor
+ * fills it before any thread exists. */
+static int hooks_imported(void)
 {
 	static int cached = -1;
 
@@ -150,10 +198,224 @@ int watch_instrument_present(void)
 	return cached;
 }
 
-/* The compiler leaves out the hook where it can prove an access in bounds:
- * a global or a local variable used by name (`p = parray1`, `a[3] = x`).  So
- * in static storage and on the stack the hooks see only part of the
- * accesses; there the other backends must count. */
+int watch_instrument_present(void)
+{
+	return hooks_imported() != 0;
+}
+
+/* ------------------------------------------------------------ inline shadow
+ * The x86-64 ASan layout: shadow byte of addr at (addr >> 3) + SHADOW_OFFSET,
+ * user space [0, 2^47), so the shadow is [0x7fff8000, 0x10007fff8000):
+ * 16 TiB of address space, between the low 2 GiB (non-PIE executables, their
+ * brk heap) and PIE executables and mmaps (0x55..., 0x7f...).  MAP_NORESERVE:
+ * only the pages we poison, and the pages instrumented code reads (the
+ * shared zero page), ever cost memory. */
+#define SHADOW_OFFSET 0x7fff8000UL
+#define USER_SPACE_END (1UL << 47)
+#define SHADOW_SIZE (USER_SPACE_END >> 3)
+#define GRANULE 8
+/* Bytes poisoned beyond each end of a watched interval.  The inline check of
+ * an access looks at one or two shadow bytes, not all it covers: 1/2/4/8-byte
+ * accesses at the granule of their first byte, 16-byte ones at the first two
+ * granules, other sizes at the granules of their first and last bytes.  A
+ * misaligned access that starts in the granule(s) before an interval, or a
+ * struct copy that starts before it, is caught because its first byte lies
+ * in the slack; only a single access more than 2 * INLINE_SLACK bytes longer
+ * than the interval, covering it from outside on both ends, escapes. */
+#define INLINE_SLACK 128
+/* Poisoning writes a shadow byte per granule: refuse ranges whose shadow
+ * would be more than this (8 GiB watched); the outline build has no limit. */
+#define INLINE_MAX_SHADOW (1UL << 30)
+/* Unpoisoning gives whole pages back (MADV_DONTNEED) only past this size;
+ * smaller shadows stay resident, so that repeated PAPI_start/PAPI_stop of the
+ * same range do not page-fault their shadow back in every time. */
+#define SHADOW_RELEASE_MIN (64UL << 20)
+
+static int shadow_ready;
+
+/* One per running session that poisons: the granule spans [g0, g1) it
+ * poisoned.  Stop clears only what no other claim covers, so other threads'
+ * sessions never see their granules unpoisoned even for a moment. */
+struct shadow_claim {
+	struct shadow_claim *next;
+	unsigned n;
+	uintptr_t g0[WATCH_MAX_INTERVALS], g1[WATCH_MAX_INTERVALS];
+};
+
+static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shadow_claim *claims;
+
+/* A fork while another thread holds the lock would leave it held forever in
+ * the child. */
+static void claims_prefork(void)
+{
+	pthread_mutex_lock(&claims_lock);
+}
+
+static void claims_postfork(void)
+{
+	pthread_mutex_unlock(&claims_lock);
+}
+
+__attribute__((constructor)) static void inline_shadow_init(void)
+{
+	/* Ordinary PAPI programs (and outline-instrumented ones) never read the
+	 * shadow: they get no 16 TiB reservation. */
+	if (!(hooks_imported() & HOOKS_INLINE))
+		return;
+	void *want = (void *)SHADOW_OFFSET;
+	void *p = mmap(want, SHADOW_SIZE, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	int err = errno;
+	if (p != want) {
+		const char *hint = "";
+		if (p != MAP_FAILED) {
+			/* A kernel before 4.17 takes MAP_FIXED_NOREPLACE as a hint. */
+			munmap(p, SHADOW_SIZE);
+			err = EEXIST;
+		}
+		if (err == EEXIST)
+			hint = ": something is already mapped there";
+		else if (err == ENOMEM)
+			hint = ": check vm.overcommit_memory (2 forbids it) and ulimit -v";
+		/* Every instrumented access would fault on the missing shadow: stop
+		 * here, saying why, rather than crash somewhere in the program. */
+		fprintf(stderr, "papi-heritage: this program was built with the inline instrument flags "
+		        "(papi-heritage-instrument-inline) but the shadow they check, [%#lx, %#lx), cannot be "
+		        "reserved: %s%s\n", SHADOW_OFFSET, SHADOW_OFFSET + SHADOW_SIZE, strerror(err), hint);
+		abort();
+	}
+	pthread_atfork(claims_prefork, claims_postfork, claims_postfork);
+	shadow_ready = 1;
+}
+
+static void shadow_fill(uintptr_t g0, uintptr_t g1, int v)
+{
+	unsigned char *p = (unsigned char *)(SHADOW_OFFSET + g0);
+	size_t n = g1 - g0;
+
+	if (v == 0 && n >= SHADOW_RELEASE_MIN) {
+		uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
+		/* Zero pages read back as zeros: same shadow, no memory. */
+		if (madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
+			memset(p, 0, a - (uintptr_t)p);
+			memset((void *)b, 0, (uintptr_t)p + n - b);
+			return;
+		}
+	}
+	memset(p, v, n);
+}
+
+/* The granules to poison for interval iv, slack included; 0 if none (the
+ * interval lies outside user space, where no instrumented access goes). */
+static int claim_span(const struct watch_interval *iv, uintptr_t *g0, uintptr_t *g1)
+{
+	uintptr_t lo = iv->start > INLINE_SLACK ? iv->start - INLINE_SLACK : 0;
+	uintptr_t hi = iv->end < USER_SPACE_END - INLINE_SLACK ? iv->end + INLINE_SLACK : USER_SPACE_END;
+
+	if (lo >= USER_SPACE_END || iv->end <= iv->start)
+		return 0;
+	*g0 = lo / GRANULE;
+	*g1 = (hi + GRANULE - 1) / GRANULE;
+	return 1;
+}
+
+static uintptr_t shadow_bytes_for(const struct watch_request *req)
+{
+	uintptr_t total = 0, g0, g1;
+
+	for (unsigned k = 0; k < req->ndata; k++)
+		if (claim_span(&req->data[k], &g0, &g1))
+			total += g1 - g0;
+	return total;
+}
+
+static int cmp_span(const void *x, const void *y)
+{
+	const uintptr_t *a = x, *b = y;
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Zero the shadow of [g0, g1) except where a claim in the list still
+ * poisons.  Called with claims_lock held and the caller's claim unlinked. */
+static void unpoison_uncovered(uintptr_t g0, uintptr_t g1)
+{
+	size_t n = 0;
+
+	for (const struct shadow_claim *c = claims; c; c = c->next)
+		n += c->n;
+	uintptr_t (*others)[2] = n ? malloc(n * sizeof *others) : NULL;
+	if (n && !others)
+		return;   /* left poisoned: extra reports, filtered, still exact */
+	size_t m = 0;
+	for (const struct shadow_claim *c = claims; c; c = c->next)
+		for (unsigned k = 0; k < c->n; k++)
+			if (c->g0[k] < g1 && c->g1[k] > g0) {
+				others[m][0] = c->g0[k];
+				others[m][1] = c->g1[k];
+				m++;
+			}
+	if (m)
+		qsort(others, m, sizeof *others, cmp_span);
+	uintptr_t cur = g0;
+	for (size_t i = 0; i < m; i++) {
+		if (others[i][0] > cur)
+			shadow_fill(cur, others[i][0] < g1 ? others[i][0] : g1, 0);
+		if (others[i][1] > cur)
+			cur = others[i][1];
+	}
+	if (cur < g1)
+		shadow_fill(cur, g1, 0);
+	free(others);
+}
+
+static int shadow_claim_start(struct watch_session *s, char *why, size_t len)
+{
+	struct shadow_claim *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned k = 0; k < s->req.ndata; k++)
+		if (claim_span(&s->req.data[k], &c->g0[c->n], &c->g1[c->n]))
+			c->n++;
+	pthread_mutex_lock(&claims_lock);
+	for (unsigned k = 0; k < c->n; k++)
+		shadow_fill(c->g0[k], c->g1[k], 0xff);
+	c->next = claims;
+	claims = c;
+	pthread_mutex_unlock(&claims_lock);
+	s->priv = c;
+	return 0;
+}
+
+static void shadow_claim_stop(struct watch_session *s)
+{
+	struct shadow_claim *c = s->priv;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&claims_lock);
+	for (struct shadow_claim **pp = &claims; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	for (unsigned k = 0; k < c->n; k++)
+		unpoison_uncovered(c->g0[k], c->g1[k]);
+	pthread_mutex_unlock(&claims_lock);
+	free(c);
+	s->priv = NULL;
+}
+
+/* The compiler leaves out the hook (outline) or the shadow check (inline)
+ * where it can prove an access in bounds: a global or a local variable used
+ * by name (`p = parray1`, `a[3] = x`).  So in static storage and on the stack
+ * either mode sees only part of the accesses; there the other backends must
+ * count. */
 struct static_probe {
 	const struct watch_request *req;
 	uintptr_t hit_start, hit_end;
@@ -202,10 +464,33 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 		snprintf(why, len, "instrumented code reports memory accesses, not executed instructions");
 		return -ENOTSUP;
 	}
-	if (!watch_instrument_present()) {
+	int hooks = hooks_imported();
+	if (!hooks) {
 		snprintf(why, len, "the program was not built with the instrument flags "
-		         "(pkg-config --cflags papi-heritage-instrument)");
+		         "(pkg-config --cflags papi-heritage-instrument or papi-heritage-instrument-inline)");
 		return -ENOTSUP;
+	}
+	if (hooks & HOOKS_INLINE) {
+		/* Inline-instrumented code reports only accesses to poisoned
+		 * shadow, and poisoning all memory is not possible. */
+		if (req->data_all || req->ndata == 0) {
+			snprintf(why, len, "code built with the inline instrument flags sees only accesses to a range: "
+			         "set one (PAPI_DATA_ADDRESS), or build with the outline flags "
+			         "(pkg-config --cflags papi-heritage-instrument) to count all accesses");
+			return -ENOTSUP;
+		}
+		if (!shadow_ready) {
+			snprintf(why, len, "the inline instrument shadow is not mapped");
+			return -ENOTSUP;
+		}
+		uintptr_t shadow = shadow_bytes_for(req);
+		if (shadow > INLINE_MAX_SHADOW) {
+			snprintf(why, len, "the range is too large for code built with the inline instrument flags: "
+			         "its shadow would take %lu MiB (at most %lu MiB); watch less, or build with the "
+			         "outline flags (pkg-config --cflags papi-heritage-instrument)",
+			         (unsigned long)(shadow >> 20), INLINE_MAX_SHADOW >> 20);
+			return -ENOTSUP;
+		}
 	}
 	if (!req->data_all) {
 		struct static_probe probe = { req, 0, 0 };
@@ -226,9 +511,8 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 static int instrument_start(struct watch_session *s, char *why, size_t len)
 {
 	const struct watch_request *r = &s->req;
-	(void)why;
-	(void)len;
 
+	s->priv = NULL;
 	memset(&it.c, 0, sizeof it.c);
 	it.req = *r;
 	if (r->data_all || r->ndata == 0) {
@@ -245,6 +529,14 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 		}
 	}
 	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned;
+	/* Poison after the bounds are set: a report from now on is counted. */
+	if (shadow_ready && !r->data_all && r->ndata > 0) {
+		int err = shadow_claim_start(s, why, len);
+		if (err) {
+			it.lo = it.hi = 0;
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -265,6 +557,8 @@ static void instrument_stop(struct watch_session *s)
 	it.lo = it.hi = 0;
 	watch_counts_add(&s->acc, &it.c);
 	memset(&it.c, 0, sizeof it.c);
+	/* Reports still arriving for our granules are now filtered out. */
+	shadow_claim_stop(s);
 }
 
 static void instrument_reset(struct watch_session *s)
