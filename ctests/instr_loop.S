@@ -36,4 +36,18 @@ instr_call:
 instr_call_end:
 	.size instr_call, . - instr_call
 	.balign 4096
+	.globl instr_load_sum
+	.type instr_load_sum, @function
+/* long instr_load_sum(const int *a, long n), n >= 1: n 4-byte loads of a[0..n). */
+instr_load_sum:
+	xor	%eax, %eax
+3:	add	(%rdi), %eax
+	add	$4, %rdi
+	dec	%rsi
+	jnz	3b
+	ret
+	.globl instr_load_sum_end
+instr_load_sum_end:
+	.size instr_load_sum, . - instr_load_sum
+	.balign 4096
 	.section .note.GNU-stack,"",@progbits

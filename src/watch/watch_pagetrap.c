@@ -102,6 +102,10 @@ struct pt_slot {
 	struct watch_interval iv[WATCH_MAX_INTERVALS]; /* sorted, merged */
 	unsigned ncode;                                /* code pairs, as requested */
 	struct watch_interval code[WATCH_CODE_PAIRS];
+	/* Itanium's IBR+DBR combination: data accesses count only when made by
+	 * an instruction in these intervals (the fault's RIP tells). */
+	unsigned nby_code;
+	struct watch_interval by_code[WATCH_CODE_PAIRS];
 	struct watch_counts counts;
 };
 
@@ -413,11 +417,20 @@ static int misaligned(uintptr_t base, uint32_t size)
 	}
 }
 
-static void count_access(int self, uintptr_t base, uint32_t size, uint64_t count, int load, int store)
+static int made_by(const struct pt_slot *sl, uintptr_t rip)
+{
+	for (unsigned k = 0; k < sl->nby_code; k++)
+		if (rip >= sl->by_code[k].start && rip < sl->by_code[k].end)
+			return 1;
+	return sl->nby_code == 0;
+}
+
+static void count_access(int self, uintptr_t rip, uintptr_t base, uint32_t size, uint64_t count, int load,
+                         int store)
 {
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
 		struct pt_slot *sl = &S.slots[i];
-		if (!sl->used || sl->tid != self)
+		if (!sl->used || sl->tid != self || !made_by(sl, rip))
 			continue;
 		uint64_t n = overlap_count(sl->iv, sl->nint, base, size, count);
 		if (!n)
@@ -544,12 +557,12 @@ static void open_window(int self, ucontext_t *uc, uintptr_t fault_addr)
 	}
 	for (unsigned i = 0; i < w->insn.naccess; i++) {
 		const struct watch_x86_access *a = &w->insn.acc[i];
-		count_access(self, a->base, a->size, a->count, a->load, a->store);
+		count_access(self, (uintptr_t)g[REG_RIP], a->base, a->size, a->count, a->load, a->store);
 		open_bytes(a->base, a->base + a->count * a->size);
 	}
 	if (!insn_covers(&w->insn, fault_addr)) {
 		/* A gather, an undecodable instruction: at least the faulting byte. */
-		count_access(self, fault_addr, 1, 1, !is_write, is_write);
+		count_access(self, (uintptr_t)g[REG_RIP], fault_addr, 1, 1, !is_write, is_write);
 		w->counted_at_fault = 1;
 	}
 	open_bytes(fault_addr, fault_addr + 1);
@@ -858,7 +871,7 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 		if (r && !already_open(PAGE_DOWN(addr), PAGE_DOWN(addr) + PAGE)) {
 			if (!S.win.counted_at_fault && !insn_covers(&S.win.insn, addr)) {
 				int w = ((uint64_t)uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) != 0;
-				count_access(self, addr, 1, 1, !w, w);
+				count_access(self, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], addr, 1, 1, !w, w);
 				S.win.counted_at_fault = 1;
 			}
 			open_bytes(addr, addr + 1);
@@ -1654,6 +1667,10 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 		memcpy(slot->iv, iv, sizeof iv);
 		slot->ncode = ncode;
 		memcpy(slot->code, civ, sizeof civ);
+		if (req.want_data && req.data_by_code) {
+			slot->nby_code = req.ncode;
+			memcpy(slot->by_code, req.code_pair, req.ncode * sizeof *req.code_pair);
+		}
 		slot->used = 1;
 		if (ncode)
 			atomic_store(&S.code_used, 1);
@@ -1670,17 +1687,6 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	return 0;
 }
 
-static void add_counts(struct watch_counts *to, const struct watch_counts *from)
-{
-	to->loads += from->loads;
-	to->stores += from->stores;
-	to->misaligned_loads += from->misaligned_loads;
-	to->misaligned_stores += from->misaligned_stores;
-	to->insns += from->insns;
-	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
-		to->insns_pair[k] += from->insns_pair[k];
-}
-
 static void pagetrap_stop(struct watch_session *s)
 {
 	struct pt_slot *slot = s->priv;
@@ -1695,7 +1701,7 @@ static void pagetrap_stop(struct watch_session *s)
 		}
 		thread_unlock(old);
 	}
-	add_counts(&s->acc, &live);
+	watch_counts_add(&s->acc, &live);
 	s->priv = NULL;
 	s->running = 0;
 }
