@@ -165,7 +165,7 @@ static int next_matching(unsigned *code, unsigned need)
 	return PAPI_ENOEVNT;
 }
 
-static int it2_ntv_enum_events(unsigned *code, int modifier)
+static int it2_ntv_enum_step(unsigned *code, int modifier)
 {
 	switch (modifier) {
 	case PAPI_ENUM_FIRST:
@@ -193,6 +193,19 @@ static int it2_ntv_enum_events(unsigned *code, int modifier)
 	default:
 		return PAPI_EINVAL;
 	}
+}
+
+/* Each enumerated event is keyed by its name in PAPI's native table, as
+ * name lookups are: otherwise every enumeration pass adds new entries and
+ * the same event gets a new PAPI code each time (contract, gotcha 8). */
+static int it2_ntv_enum_events(unsigned *code, int modifier)
+{
+	char name[PAPI_MAX_STR_LEN];
+	int rc = it2_ntv_enum_step(code, modifier);
+
+	if (rc == PAPI_OK && it2_event_format(*code, name, sizeof name) == 0)
+		_papi_hwi_set_papi_event_string(name);
+	return rc;
 }
 
 static int it2_ntv_name_to_code(const char *name, unsigned *code)
