@@ -62,6 +62,38 @@ static int interval_hit(const struct watch_interval *iv, unsigned n, uintptr_t a
 	return 0;
 }
 
+/* Where an inline-reported access is, for the code-range filter.  An
+ * outline hook is called right before its access, so its return address is
+ * next to the access.  An inline report is called from a block gcc puts
+ * after the function's hot code (or in its .cold part) which, in loops,
+ * reloads a register or two from the stack and jumps back to the access:
+ * skip the reloads (mov disp8(%rsp), reg) and follow the jump.  A block that
+ * repeats the access itself instead holds it right after the call; anything
+ * else is left as the return address, inside the same function. */
+static uintptr_t report_access_pc(uintptr_t ret)
+{
+	const unsigned char *p = (const unsigned char *)ret;
+
+	for (int k = 0; k < 4; k++) {
+		int rex = (p[0] & 0xf0) == 0x40;
+		const unsigned char *q = p + rex;
+		/* 8b /r with mod 01, rm 100 (SIB), SIB 0x24 (base rsp): a reload. */
+		if (q[0] == 0x8b && (q[1] & 0xc7) == 0x44 && q[2] == 0x24)
+			p = q + 4;
+		else
+			break;
+	}
+	uintptr_t at = (uintptr_t)p;
+	if (p[0] == 0xeb)   /* jmp rel8 */
+		return at + 2 + (uintptr_t)(intptr_t)(int8_t)p[1];
+	if (p[0] == 0xe9) { /* jmp rel32 */
+		int32_t d;
+		memcpy(&d, p + 1, sizeof d);
+		return at + 5 + (uintptr_t)(intptr_t)d;
+	}
+	return ret;
+}
+
 static int slow_match(uintptr_t a, size_t size, uintptr_t pc)
 {
 	if (!it.req.data_all && !interval_hit(it.req.data, it.req.ndata, a, size))
@@ -75,8 +107,11 @@ static int slow_match(uintptr_t a, size_t size, uintptr_t pc)
  * misaligned accounting.  Kept out of line so the common hook is a compare
  * and an increment (a misaligned counter updated on every access costs a
  * dependent read-modify-write per hook call: 2.2 ns instead of 0.7). */
-static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int store, uintptr_t pc)
+static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int store, uintptr_t pc,
+                                                   int report)
 {
+	if (report && it.req.data_by_code)
+		pc = report_access_pc(pc);
 	if (!slow_match(a, size, pc))
 		return;
 	int misaligned = (size & (size - 1)) == 0 && (a & (size - 1)) != 0;
@@ -89,11 +124,14 @@ static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int
 	}
 }
 
-static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc)
+/* report: called from an inline check's report block, not right before the
+ * access (a constant: the hooks below inline this). */
+static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc,
+                                                         int report)
 {
 	if (__builtin_expect(a < it.hi && a + size > it.lo, 0)) {
 		if (__builtin_expect(it.slow, 0))
-			account_slow(a, size, store, pc);
+			account_slow(a, size, store, pc, report);
 		else if (store)
 			it.c.stores++;
 		else
@@ -105,8 +143,8 @@ static inline __attribute__((always_inline)) void account(uintptr_t a, size_t si
 #define HOOKS(n)                                                                         \
 	HERITAGE_PUBLIC void __asan_load##n##_noabort(uintptr_t a);                      \
 	HERITAGE_PUBLIC void __asan_store##n##_noabort(uintptr_t a);                     \
-	void __asan_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC()); }           \
-	void __asan_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC()); }
+	void __asan_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC(), 0); }        \
+	void __asan_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC(), 0); }
 HOOKS(1)
 HOOKS(2)
 HOOKS(4)
@@ -115,8 +153,8 @@ HOOKS(16)
 
 HERITAGE_PUBLIC void __asan_loadN_noabort(uintptr_t a, size_t size);
 HERITAGE_PUBLIC void __asan_storeN_noabort(uintptr_t a, size_t size);
-void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
-void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
+void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC(), 0); }
+void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC(), 0); }
 
 /* The inline mode's reports.  gcc 12 emits the sized ones for 1, 2, 4, 8
  * and 16-byte accesses (16: SSE vectors, __int128) and _n for every other
@@ -124,8 +162,8 @@ void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC())
 #define REPORT_HOOKS(n)                                                                  \
 	HERITAGE_PUBLIC void __asan_report_load##n##_noabort(uintptr_t a);               \
 	HERITAGE_PUBLIC void __asan_report_store##n##_noabort(uintptr_t a);              \
-	void __asan_report_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC()); }    \
-	void __asan_report_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC()); }
+	void __asan_report_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC(), 1); } \
+	void __asan_report_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC(), 1); }
 REPORT_HOOKS(1)
 REPORT_HOOKS(2)
 REPORT_HOOKS(4)
@@ -134,12 +172,12 @@ REPORT_HOOKS(16)
 
 HERITAGE_PUBLIC void __asan_report_load_n_noabort(uintptr_t a, size_t size);
 HERITAGE_PUBLIC void __asan_report_store_n_noabort(uintptr_t a, size_t size);
-void __asan_report_load_n_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
-void __asan_report_store_n_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
+void __asan_report_load_n_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC(), 1); }
+void __asan_report_store_n_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC(), 1); }
 
 /* Called before noreturn calls (exit, longjmp); ASan unpoisons the stack
- * there.  Our shadow never covers stacks (fits() refuses them), so there is
- * nothing to do. */
+ * there, dropping the redzones of the frames skipped.  Our poison marks only
+ * watched ranges, never redzones, so there is nothing to do. */
 HERITAGE_PUBLIC void __asan_handle_no_return(void);
 void __asan_handle_no_return(void)
 {
