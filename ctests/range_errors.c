@@ -44,6 +44,13 @@ __attribute__((noinline)) static void touch(int *a, int n)
 	__asm__ volatile("" : : "r"(s));
 }
 
+__attribute__((noinline)) static void store_packed(void *p, int n)
+{
+	struct __attribute__((packed)) packed_int { char c; int x; } *pk = p;
+	for (int i = 0; i < n; i++)
+		pk[i].x = i;
+}
+
 static int new_set(void)
 {
 	int set = PAPI_NULL;
@@ -242,6 +249,27 @@ int main(void)
 
 	CHECK_PAPI(PAPI_cleanup_eventset(set));
 	CHECK_PAPI(PAPI_destroy_eventset(&set));
+
+	/* Misaligned stores: packed ints, the test knows which addresses are
+	 * not multiples of 4. */
+	struct __attribute__((packed)) packed_int { char c; int x; };
+	struct packed_int *pk = malloc(64 * sizeof *pk);
+	long long want_misaligned = 0;
+	for (int i = 0; i < 64; i++)
+		want_misaligned += ((uintptr_t)&pk[i].x & 3) != 0;
+	set = new_set();
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::MISALIGNED_STORES_RETIRED"));
+	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, pk, pk + 64, &opt));
+	CHECK_PAPI(PAPI_start(set));
+	store_packed(pk, 64);
+	CHECK_PAPI(PAPI_stop(set, v));
+	EXPECT_EQ("stores to packed ints", v[0], 64);
+	EXPECT_EQ("misaligned stores to packed ints", v[1], want_misaligned);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+	free(pk);
+
 	CHECK_PAPI(PAPI_cleanup_eventset(set2));
 	CHECK_PAPI(PAPI_destroy_eventset(&set2));
 	free(a);
