@@ -139,9 +139,8 @@ __attribute__((optimize("no-tree-vectorize"))) void watch_session_read(const str
 		*out = s->acc;
 		return;
 	}
-	if (s->ops->live) {
-		live = s->ops->live(s);
-	} else {
+	live = s->ops->live ? s->ops->live(s) : NULL;
+	if (!live) {
 		s->ops->read(s, &live_copy);
 		live = &live_copy;
 	}

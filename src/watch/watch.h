@@ -96,7 +96,8 @@ struct watch_backend_ops {
 	/* Zero the live counts of a running session. */
 	void (*reset)(struct watch_session *s);
 	/* Optional: where the live counts of a running session are kept, when
-	 * they can be read in place (PAPI_read then copies nothing). */
+	 * they can be read in place (PAPI_read then copies nothing); NULL when
+	 * not, and read() is used. */
 	const struct watch_counts *(*live)(const struct watch_session *s);
 };
 

@@ -44,6 +44,7 @@
 
 #include "common/heritage_error.h"
 #include "watch/watch.h"
+#include "watch/watch_instrument_exe.h"
 
 struct instrument_tls {
 	uintptr_t lo, hi;        /* bounding box of what counts; hi == 0: off */
@@ -124,11 +125,87 @@ static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int
 	}
 }
 
+/* The union of every running instrument session's bounds, process-wide.
+ * Tested first: a hidden global is one RIP-relative compare, where the
+ * thread-local bounds need the TLS offset loaded from the GOT first, and
+ * most accesses of a program watching a small range end here (it took the
+ * 1%-watched benchmark loop from x4.4 to about x4 native). */
+static uintptr_t any_lo = UINTPTR_MAX, any_hi;
+
+/* The executable's own hooks, when it links libpapi-heritage-instrument.a. */
+static const struct watch_instrument_exe *exe;
+
+#define RUNNING_BOXES 256
+static pthread_mutex_t boxes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct watch_interval boxes[RUNNING_BOXES];
+static unsigned nboxes;
+static unsigned overflowed_boxes;   /* sessions beyond the table: no filtering */
+
+static void publish_union(void)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+
+	for (unsigned i = 0; i < nboxes; i++) {
+		if (boxes[i].start < lo)
+			lo = boxes[i].start;
+		if (boxes[i].end > hi)
+			hi = boxes[i].end;
+	}
+	if (overflowed_boxes) {
+		lo = 0;
+		hi = UINTPTR_MAX;
+	}
+	__atomic_store_n(&any_lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&any_hi, hi, __ATOMIC_RELAXED);
+	if (exe)
+		exe->set_union(lo, hi);
+}
+
+/* A fork while another thread holds the lock must not leave it locked in
+ * the child. */
+static void boxes_prefork(void) { pthread_mutex_lock(&boxes_lock); }
+static void boxes_postfork(void) { pthread_mutex_unlock(&boxes_lock); }
+static void boxes_init(void) { pthread_atfork(boxes_prefork, boxes_postfork, boxes_postfork); }
+static pthread_once_t boxes_once = PTHREAD_ONCE_INIT;
+
+static void box_add(uintptr_t lo, uintptr_t hi)
+{
+	pthread_once(&boxes_once, boxes_init);
+	pthread_mutex_lock(&boxes_lock);
+	if (nboxes < RUNNING_BOXES) {
+		boxes[nboxes].start = lo;
+		boxes[nboxes].end = hi;
+		nboxes++;
+	} else {
+		overflowed_boxes++;
+	}
+	publish_union();
+	pthread_mutex_unlock(&boxes_lock);
+}
+
+static void box_remove(uintptr_t lo, uintptr_t hi)
+{
+	pthread_mutex_lock(&boxes_lock);
+	unsigned i;
+	for (i = 0; i < nboxes; i++)
+		if (boxes[i].start == lo && boxes[i].end == hi)
+			break;
+	if (i < nboxes)
+		boxes[i] = boxes[--nboxes];
+	else if (overflowed_boxes)
+		overflowed_boxes--;
+	publish_union();
+	pthread_mutex_unlock(&boxes_lock);
+}
+
 /* report: called from an inline check's report block, not right before the
  * access (a constant: the hooks below inline this). */
 static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc,
                                                          int report)
 {
+	if (__builtin_expect(a >= __atomic_load_n(&any_hi, __ATOMIC_RELAXED) ||
+	                     a + size <= __atomic_load_n(&any_lo, __ATOMIC_RELAXED), 1))
+		return;
 	if (__builtin_expect(a < it.hi && a + size > it.lo, 0)) {
 		if (__builtin_expect(it.slow, 0))
 			account_slow(a, size, store, pc, report);
@@ -174,6 +251,20 @@ HERITAGE_PUBLIC void __asan_report_load_n_noabort(uintptr_t a, size_t size);
 HERITAGE_PUBLIC void __asan_report_store_n_noabort(uintptr_t a, size_t size);
 void __asan_report_load_n_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC(), 1); }
 void __asan_report_store_n_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC(), 1); }
+
+HERITAGE_PUBLIC void papi_heritage_instrument_attach(const struct watch_instrument_exe *e)
+{
+	if (e && e->abi == WATCH_INSTRUMENT_EXE_ABI)
+		exe = e;
+}
+
+/* The executable's hooks hand everything but the plain count over here,
+ * where the session's request is. */
+HERITAGE_PUBLIC void papi_heritage_instrument_slow(uintptr_t a, size_t size, int store, uintptr_t pc)
+{
+	if (a < it.hi && a + size > it.lo)
+		account_slow(a, size, store, pc, 0);
+}
 
 /* Called before noreturn calls (exit, longjmp); ASan unpoisons the stack
  * there, dropping the redzones of the frames skipped.  Our poison marks only
@@ -238,7 +329,7 @@ static int hooks_imported(void)
 
 int watch_instrument_present(void)
 {
-	return hooks_imported() != 0;
+	return exe != NULL || hooks_imported() != 0;
 }
 
 /* ------------------------------------------------------------ inline shadow
@@ -502,7 +593,7 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 		snprintf(why, len, "instrumented code reports memory accesses, not executed instructions");
 		return -ENOTSUP;
 	}
-	int hooks = hooks_imported();
+	int hooks = hooks_imported() | (exe ? HOOKS_OUTLINE : 0);
 	if (!hooks) {
 		snprintf(why, len, "the program was not built with the instrument flags "
 		         "(pkg-config --cflags papi-heritage-instrument or papi-heritage-instrument-inline)");
@@ -575,6 +666,9 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 			return err;
 		}
 	}
+	if (exe)
+		exe->set_thread(it.lo, it.hi, it.slow);
+	box_add(it.lo, it.hi);
 	return 0;
 }
 
@@ -582,18 +676,31 @@ static void instrument_read(const struct watch_session *s, struct watch_counts *
 {
 	(void)s;
 	*live = it.c;
+	if (exe) {
+		uint64_t loads, stores;
+		exe->get_thread(&loads, &stores);
+		live->loads += loads;
+		live->stores += stores;
+	}
 }
 
+/* In place only when libpapi's own hooks do all the counting. */
 static const struct watch_counts *instrument_live(const struct watch_session *s)
 {
 	(void)s;
-	return &it.c;
+	return exe ? NULL : &it.c;
 }
 
 static void instrument_stop(struct watch_session *s)
 {
+	struct watch_counts live;
+
+	box_remove(it.lo, it.hi);
 	it.lo = it.hi = 0;
-	watch_counts_add(&s->acc, &it.c);
+	instrument_read(s, &live);
+	if (exe)
+		exe->set_thread(0, 0, 0);
+	watch_counts_add(&s->acc, &live);
 	memset(&it.c, 0, sizeof it.c);
 	/* Reports still arriving for our granules are now filtered out. */
 	shadow_claim_stop(s);
@@ -603,6 +710,8 @@ static void instrument_reset(struct watch_session *s)
 {
 	(void)s;
 	memset(&it.c, 0, sizeof it.c);
+	if (exe)
+		exe->clear_thread();
 }
 
 const struct watch_backend_ops watch_instrument_ops = {

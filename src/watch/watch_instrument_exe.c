@@ -1,0 +1,90 @@
+/*
+ * libpapi-heritage-instrument.a: the outline instrument hooks, linked into
+ * the instrumented executable (see watch_instrument_exe.h).  Not
+ * instrumented itself.  The fast path mirrors libpapi's hooks
+ * (watch_instrument.c): a process-wide bounding box, then this thread's
+ * bounds, then one increment.
+ */
+#include <stdint.h>
+
+#include "watch/watch_instrument_exe.h"
+
+static uintptr_t any_lo = UINTPTR_MAX, any_hi;
+
+static __thread struct {
+	uintptr_t lo, hi;
+	int slow;
+	uint64_t loads, stores;
+} t;
+
+static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc)
+{
+	if (__builtin_expect(a >= __atomic_load_n(&any_hi, __ATOMIC_RELAXED) ||
+	                     a + size <= __atomic_load_n(&any_lo, __ATOMIC_RELAXED), 1))
+		return;
+	if (__builtin_expect(a >= t.hi || a + size <= t.lo, 0))
+		return;
+	if (__builtin_expect(t.slow, 0))
+		papi_heritage_instrument_slow(a, size, store, pc);
+	else if (store)
+		t.stores++;
+	else
+		t.loads++;
+}
+
+#define PC() ((uintptr_t)__builtin_return_address(0))
+#define HOOKS(n)                                                                         \
+	void __asan_load##n##_noabort(uintptr_t a);                                      \
+	void __asan_store##n##_noabort(uintptr_t a);                                     \
+	void __asan_load##n##_noabort(uintptr_t a) { account(a, n, 0, PC()); }           \
+	void __asan_store##n##_noabort(uintptr_t a) { account(a, n, 1, PC()); }
+HOOKS(1)
+HOOKS(2)
+HOOKS(4)
+HOOKS(8)
+HOOKS(16)
+
+void __asan_loadN_noabort(uintptr_t a, size_t size);
+void __asan_storeN_noabort(uintptr_t a, size_t size);
+void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
+void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
+
+static void set_thread(uintptr_t lo, uintptr_t hi, int slow)
+{
+	t.loads = t.stores = 0;
+	t.slow = slow;
+	t.lo = lo;
+	t.hi = hi;
+}
+
+static void get_thread(uint64_t *loads, uint64_t *stores)
+{
+	*loads = t.loads;
+	*stores = t.stores;
+}
+
+static void clear_thread(void)
+{
+	t.loads = t.stores = 0;
+}
+
+static void set_union(uintptr_t lo, uintptr_t hi)
+{
+	__atomic_store_n(&any_lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&any_hi, hi, __ATOMIC_RELAXED);
+}
+
+static const struct watch_instrument_exe exe_hooks = {
+	.abi = WATCH_INSTRUMENT_EXE_ABI,
+	.set_thread = set_thread,
+	.get_thread = get_thread,
+	.clear_thread = clear_thread,
+	.set_union = set_union,
+};
+
+/* Runs after libpapi's constructors (a library is initialised before the
+ * program that needs it), before main. */
+__attribute__((constructor)) static void attach_to_libpapi(void)
+{
+	papi_heritage_instrument_attach(&exe_hooks);
+}

@@ -1,0 +1,36 @@
+/*
+ * The instrument backend's hooks linked into the executable itself
+ * (libpapi-heritage-instrument.a, what `pkg-config --libs
+ * papi-heritage-instrument` adds).  Instrumented code then calls them
+ * directly, not through the PLT into libpapi: the indirect jump was about a
+ * tenth of the cost of a hook call.  Their per-thread state lives in the
+ * executable (local-exec TLS, one %fs-relative access); libpapi drives it
+ * through this table, which the executable hands over from a constructor.
+ * Without the archive, libpapi's own hooks count as before.
+ */
+#ifndef HERITAGE_WATCH_INSTRUMENT_EXE_H
+#define HERITAGE_WATCH_INSTRUMENT_EXE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WATCH_INSTRUMENT_EXE_ABI 1
+
+struct watch_instrument_exe {
+	int abi;
+	/* This thread's bounds; slow: every hit goes to
+	 * papi_heritage_instrument_slow (several intervals, a code filter,
+	 * misaligned counts).  Also zeroes this thread's counts. */
+	void (*set_thread)(uintptr_t lo, uintptr_t hi, int slow);
+	/* This thread's plain counts since set_thread. */
+	void (*get_thread)(uint64_t *loads, uint64_t *stores);
+	void (*clear_thread)(void);
+	/* Every running session's bounds together: the first, cheapest test. */
+	void (*set_union)(uintptr_t lo, uintptr_t hi);
+};
+
+/* In libpapi. */
+void papi_heritage_instrument_attach(const struct watch_instrument_exe *exe);
+void papi_heritage_instrument_slow(uintptr_t a, size_t size, int store, uintptr_t pc);
+
+#endif
