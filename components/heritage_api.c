@@ -16,13 +16,14 @@
 typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event_facts *facts);
 
 int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
+int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
 
 static const struct {
 	const char *component;
 	heritage_facts_fn facts;
 } heritage_components[] = {
 	{ "itanium2", itanium2_event_facts },
-	{ "paragon_rpm", NULL },
+	{ "paragon_rpm", paragon_rpm_event_facts },
 	{ "alpha21064", NULL },
 	{ "imc", NULL },
 	{ "profileme", NULL },

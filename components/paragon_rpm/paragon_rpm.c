@@ -1,0 +1,262 @@
+/*
+ * paragon_rpm: the Intel Paragon RPM hardware counters and Mach soft counters
+ * as PAPI events.  The events are src/paragon/rpm_events.c, their sources
+ * src/paragon/rpm_page.c and rpm_shared.c; this file is the papi_vector_t
+ * glue.  See paragon_rpm(3).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "papi.h"
+#include "papi_internal.h"
+#include "papi_memory.h"
+#include "papi_vector.h"
+
+#include "../heritage_glue.h"
+#include "paragon/rpm_events.h"
+#include "paragon/rpm_page.h"
+#include "papi_heritage.h"
+
+papi_vector_t _paragon_rpm_vector;
+
+typedef struct {
+	int unused;
+} rpm_context_t;
+
+typedef struct {
+	struct rpm_set set;
+} rpm_control_t;
+
+static int rpm_init_component(int cidx)
+{
+	_paragon_rpm_vector.cmp_info.CmpIdx = cidx;
+	_paragon_rpm_vector.cmp_info.num_native_events = (int)rpm_nevents;
+	_paragon_rpm_vector.cmp_info.disabled = 0;
+	return PAPI_OK;
+}
+
+static int rpm_init_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int rpm_shutdown_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int rpm_init_control_state(hwd_control_state_t *ctl)
+{
+	rpm_control_t *c = ctl;
+	memset(&c->set, 0, sizeof c->set);
+	return PAPI_OK;
+}
+
+static int rpm_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *native, int count, hwd_context_t *ctx)
+{
+	rpm_control_t *c = ctl;
+	unsigned codes[RPM_MAX_EVENTS];
+	(void)ctx;
+
+	if (count > RPM_MAX_EVENTS)
+		return PAPI_ECNFLCT;
+	for (int i = 0; i < count; i++) {
+		codes[i] = (unsigned)native[i].ni_event;
+		native[i].ni_position = i;
+	}
+	return heritage_papi_fail(rpm_set_events(&c->set, codes, (unsigned)count));
+}
+
+static int rpm_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	rpm_control_t *c = ctl;
+	(void)ctx;
+	rpm_set_start(&c->set);
+	return PAPI_OK;
+}
+
+static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	(void)ctx;
+	(void)ctl;
+	return PAPI_OK;
+}
+
+static int rpm_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)
+{
+	rpm_control_t *c = ctl;
+	(void)ctx;
+	(void)flags;
+	rpm_set_read(&c->set);
+	*values = c->set.values;
+	return PAPI_OK;
+}
+
+static int rpm_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	rpm_control_t *c = ctl;
+	(void)ctx;
+	rpm_set_start(&c->set);
+	return PAPI_OK;
+}
+
+/* The registers are reset through rpm_control (root), not preset. */
+static int rpm_write(hwd_context_t *ctx, hwd_control_state_t *ctl, long long *from)
+{
+	(void)ctx;
+	(void)ctl;
+	(void)from;
+	return PAPI_ENOSUPP;
+}
+
+static int rpm_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
+{
+	(void)ctx;
+	switch (code) {
+	case PAPI_DOMAIN:
+	case PAPI_DEFDOM:
+		return option->domain.domain == PAPI_DOM_ALL ? PAPI_OK : PAPI_EINVAL;
+	case PAPI_GRANUL:
+	case PAPI_DEFGRN:
+		return PAPI_OK;
+	default:
+		return PAPI_ENOSUPP;
+	}
+}
+
+/* The counters are the node's and the system's, whoever runs. */
+static int rpm_set_domain(hwd_control_state_t *ctl, int domain)
+{
+	(void)ctl;
+	return domain == PAPI_DOM_ALL ? PAPI_OK : PAPI_EINVAL;
+}
+
+static int rpm_ntv_enum_events(unsigned *code, int modifier)
+{
+	unsigned idx = *code & RPM_CODE_INDEX_MASK;
+
+	switch (modifier) {
+	case PAPI_ENUM_FIRST:
+		*code = 0;
+		return PAPI_OK;
+	case PAPI_ENUM_EVENTS:
+		if (idx + 1 >= rpm_nevents)
+			return PAPI_ENOEVNT;
+		*code = idx + 1;
+		return PAPI_OK;
+	case PAPI_NTV_ENUM_UMASKS: {
+		/* The qualifiers of a soft counter: :cpu=0 .. :cpu=N-1. */
+		if (idx >= rpm_nevents || !rpm_events[idx].per_cpu)
+			return PAPI_ENOEVNT;
+		unsigned next = RPM_CODE_CPU(*code) + 1;
+		if (next > rpm_cpu_count())
+			return PAPI_ENOEVNT;
+		*code = idx | (next << RPM_CODE_CPU_SHIFT);
+		return PAPI_OK;
+	}
+	default:
+		return PAPI_EINVAL;
+	}
+}
+
+static int rpm_ntv_name_to_code(const char *name, unsigned *code)
+{
+	return heritage_papi_fail(rpm_event_parse(name, code));
+}
+
+static int rpm_ntv_code_to_name(unsigned code, char *name, int len)
+{
+	return rpm_event_format(code, name, len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static int rpm_ntv_code_to_descr(unsigned code, char *descr, int len)
+{
+	const struct rpm_event *e = rpm_event_of(code);
+
+	if (!e)
+		return PAPI_ENOEVNT;
+	if (RPM_CODE_CPU(code))
+		snprintf(descr, (size_t)len, "%s masks:CPU %u only", e->desc, RPM_CODE_CPU(code) - 1);
+	else
+		snprintf(descr, (size_t)len, "%s", e->desc);
+	return PAPI_OK;
+}
+
+static int rpm_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
+{
+	const struct rpm_event *e = rpm_event_of(code);
+
+	if (!e)
+		return PAPI_ENOEVNT;
+	rpm_event_format(code, info->symbol, sizeof info->symbol);
+	rpm_ntv_code_to_descr(code, info->long_descr, sizeof info->long_descr);
+	snprintf(info->short_descr, sizeof info->short_descr, "%s", e->name);
+	snprintf(info->units, sizeof info->units, "%s", e->units);
+	info->data_type = e->fp64 ? PAPI_DATATYPE_FP64 : PAPI_DATATYPE_UINT64;
+	info->value_type = e->absolute ? PAPI_VALUETYPE_ABSOLUTE : PAPI_VALUETYPE_RUNNING_SUM;
+	info->timescope = e->absolute ? PAPI_TIMESCOPE_POINT : PAPI_TIMESCOPE_SINCE_START;
+	return PAPI_OK;
+}
+
+/* ------------------------------------------------------------ heritage API */
+
+int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts)
+{
+	static const enum papi_heritage_source sources[] = {
+		[RPM_MEASURED] = PAPI_HERITAGE_MEASURED,
+		[RPM_MODELLED] = PAPI_HERITAGE_MODELLED,
+		[RPM_UNAVAILABLE] = PAPI_HERITAGE_UNAVAILABLE,
+	};
+	const struct rpm_event *e = rpm_event_of(local_code);
+
+	if (!e)
+		return PAPI_ENOEVNT;
+	facts->caps = 0;
+	facts->source = sources[e->source];
+	return PAPI_OK;
+}
+
+papi_vector_t _paragon_rpm_vector = {
+	.cmp_info = {
+		.name = "paragon_rpm",
+		.short_name = "paragon_rpm",
+		.description = "Intel Paragon RPM hardware and Mach soft counters (papi-heritage)",
+		.version = "0.1",
+		.support_version = "n/a",
+		.kernel_version = "n/a",
+		.num_cntrs = RPM_MAX_EVENTS,
+		.num_mpx_cntrs = RPM_MAX_EVENTS,
+		.default_domain = PAPI_DOM_ALL,
+		.available_domains = PAPI_DOM_ALL,
+		.default_granularity = PAPI_GRN_SYS,
+		.available_granularities = PAPI_GRN_SYS,
+		.hardware_intr_sig = PAPI_INT_SIGNAL,
+		.fast_counter_read = 1,
+	},
+	.size = {
+		.context = sizeof(rpm_context_t),
+		.control_state = sizeof(rpm_control_t),
+		.reg_value = 1,
+		.reg_alloc = 1,
+	},
+	.init_component = rpm_init_component,           /* sets CmpIdx and the event count */
+	.init_thread = rpm_init_thread,                 /* nothing per thread */
+	.shutdown_thread = rpm_shutdown_thread,
+	.init_control_state = rpm_init_control_state,   /* an empty rpm_set */
+	.update_control_state = rpm_update_control_state, /* checks opt-in for unavailable events */
+	.start = rpm_start,                             /* snapshots the counts */
+	.stop = rpm_stop,
+	.read = rpm_read,                               /* counts since start; rpm_time absolute */
+	.reset = rpm_reset,                             /* snapshots again */
+	.write = rpm_write,                             /* ENOSUPP */
+	.cleanup_eventset = NULL,                       /* nothing held */
+	.ctl = rpm_ctl,
+	.set_domain = rpm_set_domain,
+	.ntv_enum_events = rpm_ntv_enum_events,         /* table order; :cpu=N as UMASKS */
+	.ntv_name_to_code = rpm_ntv_name_to_code,
+	.ntv_code_to_name = rpm_ntv_code_to_name,
+	.ntv_code_to_descr = rpm_ntv_code_to_descr,
+	.ntv_code_to_info = rpm_ntv_code_to_info,
+};

@@ -1,0 +1,250 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/heritage_env.h"
+#include "common/heritage_error.h"
+#include "paragon/rpm_events.h"
+#include "paragon/rpm_page.h"
+
+#define CYCLES "cycles (50 MHz bus)"
+#define UNITS64 "64-byte units"
+#define BUS(n, c, src, d) { .name = n, .desc = d, .units = CYCLES, .source = src, .kind = RPM_K_COUNTER, .counter = c }
+#define MESH(n, c, d) { .name = n, .desc = d, .units = UNITS64, .source = RPM_MODELLED, .kind = RPM_K_COUNTER, .counter = c }
+#define SOFT(n, k, src, d) { .name = n, .desc = d, .units = "", .source = src, .kind = k, .per_cpu = 1 }
+#define NONE(n, d) SOFT(n, RPM_K_ZERO, RPM_UNAVAILABLE, d " [unavailable: no honest source on x86-64 Linux]")
+
+const struct rpm_event rpm_events[] = {
+	{ .name = "rpm_time", .units = "ticks (100 ns)", .source = RPM_MEASURED, .kind = RPM_K_TIME, .absolute = 1,
+	  .desc = "10 MHz 56-bit global clock since boot (CLOCK_BOOTTIME / 100 ns) [measured]" },
+	{ .name = "rpm_time_s", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_TIME_S, .absolute = 1, .fp64 = 1,
+	  .desc = "rpm_time in seconds as dclock() gives it (low 52 bits / 10^7), FP64 [measured]" },
+	BUS("rpm_cpu0", RPM_CPU0, RPM_MODELLED,
+	    "bus cycles CPU 0 is bus master: the default master takes 97.5% of the elapsed 50 MHz cycles less cpu1+ltu+exp, busy or not (the documented bug) [modelled]"),
+	BUS("rpm_cpu1", RPM_CPU1, RPM_MODELLED,
+	    "bus cycles of the message co-processor: irq+softirq time of all CPUs (/proc/stat) x 50 MHz [modelled]"),
+	BUS("rpm_ltu", RPM_LTU, RPM_MODELLED,
+	    "bus cycles of the line transfer unit: bytes received+sent by the NICs (/proc/net/dev) / 8 [modelled]"),
+	BUS("rpm_exp", RPM_EXP, RPM_UNAVAILABLE,
+	    "bus cycles of the expansion card: none here, the model counts 0 [unavailable]"),
+	MESH("rpm_north", RPM_NORTH, "64-byte units leaving this node's router northwards (virtual mesh, rpm_mesh_send) [modelled]"),
+	MESH("rpm_south", RPM_SOUTH, "64-byte units leaving this node's router southwards (virtual mesh, rpm_mesh_send) [modelled]"),
+	MESH("rpm_east", RPM_EAST, "64-byte units leaving this node's router eastwards (virtual mesh, rpm_mesh_send) [modelled]"),
+	MESH("rpm_west", RPM_WEST, "64-byte units leaving this node's router westwards (virtual mesh, rpm_mesh_send) [modelled]"),
+	{ .name = "rpms_idle", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_IDLE, .per_cpu = 1, .fp64 = 1,
+	  .desc = "seconds the CPU was idle, FP64 (/proc/stat idle+iowait); :cpu=N, else the sum over CPUs [measured]" },
+	SOFT("rpms_alltraps", RPM_K_ALLTRAPS, RPM_MODELLED,
+	     "traps: the sum of the trap classes that have a source here (rpms_int) [modelled]"),
+	NONE("rpms_it", "trap instructions (system calls)"),
+	SOFT("rpms_int", RPM_K_INT, RPM_MEASURED, "interrupts on the CPU (/proc/interrupts column) [measured]"),
+	NONE("rpms_iat", "instruction access traps"),
+	NONE("rpms_dat", "data access traps"),
+	NONE("rpms_ft", "floating point traps"),
+	NONE("rpms_datld", "data access traps on ld.x"),
+	NONE("rpms_datst", "data access traps on st.x"),
+	NONE("rpms_datfldfst", "data access traps on fld.x or fst.x"),
+	NONE("rpms_datpst", "data access traps on pst"),
+	NONE("rpms_datpfld", "data access traps on pfld.y"),
+	NONE("rpms_datauto", "data access traps on fld.x++, fst.x++, pfld.x++"),
+	NONE("rpms_notdirty", "page faults for a store to a clean page"),
+	NONE("rpms_notref", "page faults for an access to an unreferenced page while locked"),
+	NONE("rpms_notwr", "page faults for a store to a read-only page"),
+	NONE("rpms_pdenotu", "page directory entry access violations"),
+	NONE("rpms_ptenotu", "page table entry access violations"),
+	NONE("rpms_pdenotp", "page directory entry invalid traps"),
+	NONE("rpms_ptenotp", "page table entry invalid traps"),
+	NONE("rpms_lockseq", "traps while in a locked sequence"),
+	NONE("rpms_lockres", "restarted locked sequences"),
+	NONE("rpms_lockexp", "expired locked sequences"),
+	NONE("rpms_fpe_si", "floating-point sticky inexact exceptions"),
+	NONE("rpms_fpe_se", "floating-point source exceptions"),
+	NONE("rpms_fpe_mu", "floating-point multiplier underflow exceptions"),
+	NONE("rpms_fpe_mo", "floating-point multiplier overflow exceptions"),
+	NONE("rpms_fpe_mi", "floating-point multiplier inexact exceptions"),
+	NONE("rpms_fpe_ma", "floating-point multiplier add-one exceptions"),
+	NONE("rpms_fpe_au", "floating-point underflow exceptions"),
+	NONE("rpms_fpe_ao", "floating-point overflow exceptions"),
+	NONE("rpms_fpe_ai", "floating-point inexact exceptions"),
+	NONE("rpms_fpe_aa", "floating-point add one exceptions"),
+};
+const unsigned rpm_nevents = sizeof rpm_events / sizeof rpm_events[0];
+
+const char *rpm_source_name(enum rpm_source s)
+{
+	return s == RPM_MEASURED ? "measured" : s == RPM_MODELLED ? "modelled" : "unavailable";
+}
+
+const struct rpm_event *rpm_event_of(unsigned code)
+{
+	unsigned idx = code & RPM_CODE_INDEX_MASK;
+	if (idx >= rpm_nevents || (code & ~(RPM_CODE_INDEX_MASK | (0xfffu << RPM_CODE_CPU_SHIFT))))
+		return NULL;
+	if (RPM_CODE_CPU(code) && !rpm_events[idx].per_cpu)
+		return NULL;
+	return &rpm_events[idx];
+}
+
+int rpm_event_parse(const char *name, unsigned *code)
+{
+	const char *colon = strchr(name, ':');
+	size_t len = colon ? (size_t)(colon - name) : strlen(name);
+
+	for (unsigned i = 0; i < rpm_nevents; i++) {
+		if (strlen(rpm_events[i].name) != len || strncasecmp(name, rpm_events[i].name, len) != 0)
+			continue;
+		*code = i;
+		if (!colon)
+			return 0;
+		if (!rpm_events[i].per_cpu)
+			return heritage_fail(-ENOENT, "paragon_rpm: %s takes no qualifier (only the rpms_* soft counters take :cpu=N)",
+			                     rpm_events[i].name);
+		char *end;
+		if (strncasecmp(colon + 1, "cpu=", 4) != 0 || colon[5] < '0' || colon[5] > '9')
+			return heritage_fail(-ENOENT, "paragon_rpm: unknown qualifier \"%s\" (the qualifier is :cpu=N)", colon);
+		unsigned long cpu = strtoul(colon + 5, &end, 10);
+		if (*end)
+			return heritage_fail(-ENOENT, "paragon_rpm: unknown qualifier \"%s\" (the qualifier is :cpu=N)", colon);
+		if (cpu >= rpm_cpu_count())
+			return heritage_fail(-ENOENT, "paragon_rpm: %s: no CPU %lu (this machine has %u: 0..%u)", name, cpu,
+			                     rpm_cpu_count(), rpm_cpu_count() - 1);
+		*code |= (unsigned)(cpu + 1) << RPM_CODE_CPU_SHIFT;
+		return 0;
+	}
+	return heritage_fail(-ENOENT, "paragon_rpm: no event \"%.*s\" (papi_native_avail -i paragon_rpm lists them)",
+	                     (int)len, name);
+}
+
+int rpm_event_format(unsigned code, char *buf, int len)
+{
+	const struct rpm_event *e = rpm_event_of(code);
+	if (!e || len <= 0)
+		return -ENOENT;
+	if (RPM_CODE_CPU(code))
+		snprintf(buf, (size_t)len, "%s:cpu=%u", e->name, RPM_CODE_CPU(code) - 1);
+	else
+		snprintf(buf, (size_t)len, "%s", e->name);
+	return 0;
+}
+
+int rpm_model_allowed(void)
+{
+	const char *v = heritage_env("PARAGON_RPM", "MODEL");
+	return v && strcmp(v, "0") != 0;
+}
+
+int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
+{
+	if (n > RPM_MAX_EVENTS)
+		return heritage_fail(-ENOSPC, "paragon_rpm: at most %d events per event set", RPM_MAX_EVENTS);
+	int need_live = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct rpm_event *e = rpm_event_of(codes[i]);
+		if (!e)
+			return heritage_fail(-ENOENT, "paragon_rpm: no event with code %#x", codes[i]);
+		if (e->source == RPM_UNAVAILABLE && !rpm_model_allowed())
+			return heritage_fail(-ENOTSUP,
+			                     "paragon_rpm: %s has no honest source on this machine (the model would count 0); "
+			                     "set PAPI_HERITAGE_PARAGON_RPM_MODEL=1 to count it anyway",
+			                     e->name);
+		if (e->kind != RPM_K_TIME && e->kind != RPM_K_TIME_S && e->kind != RPM_K_ZERO &&
+		    !(e->kind == RPM_K_COUNTER && e->counter >= RPM_NORTH))
+			need_live = 1;
+	}
+	memcpy(s->codes, codes, n * sizeof codes[0]);
+	s->n = n;
+	s->need_live = need_live;
+	memset(s->values, 0, sizeof s->values);
+	return 0;
+}
+
+/* Current integer count (or seconds, for rpms_idle) of one event. */
+static void current(const struct rpm_set *s, unsigned i, const struct rpm_live *live, const uint64_t cum[],
+                    uint64_t ticks, uint64_t *count, double *seconds)
+{
+	const struct rpm_event *e = rpm_event_of(s->codes[i]);
+	unsigned cpu = RPM_CODE_CPU(s->codes[i]);
+	unsigned lo = cpu ? cpu - 1 : 0, hi = cpu ? cpu : live->ncpus;
+
+	*count = 0;
+	*seconds = 0;
+	switch (e->kind) {
+	case RPM_K_TIME:
+		*count = ticks;
+		break;
+	case RPM_K_TIME_S:
+		*seconds = rpm_ticks_to_seconds(ticks);
+		break;
+	case RPM_K_COUNTER:
+		*count = cum[e->counter];
+		break;
+	case RPM_K_IDLE:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*seconds += live->idle_s[c];
+		break;
+	case RPM_K_INT:
+	case RPM_K_ALLTRAPS:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->interrupts[c];
+		break;
+	case RPM_K_ZERO:
+		break;
+	}
+}
+
+static struct rpm_live *live_buffer(void)
+{
+	/* Large (16 KiB); one per thread, allocated on first use. */
+	static __thread struct rpm_live *live;
+	if (!live)
+		live = calloc(1, sizeof *live);
+	return live;
+}
+
+static void sample(const struct rpm_set *s, struct rpm_live **live, uint64_t cum[], uint64_t *ticks)
+{
+	static struct rpm_live none;
+	*live = &none;
+	if (s->need_live) {
+		struct rpm_live *l = live_buffer();
+		if (l && rpm_live_read(l, 1000000) == 0)
+			*live = l;
+	}
+	rpm_node_counts(rpm_view_node(), *live, cum);
+	*ticks = rpm_now_ticks();
+}
+
+void rpm_set_start(struct rpm_set *s)
+{
+	struct rpm_live *live;
+	uint64_t cum[RPM_NCOUNTERS], ticks;
+	sample(s, &live, cum, &ticks);
+	for (unsigned i = 0; i < s->n; i++)
+		current(s, i, live, cum, ticks, &s->start[i], &s->start_s[i]);
+	memset(s->values, 0, sizeof s->values);
+}
+
+void rpm_set_read(struct rpm_set *s)
+{
+	struct rpm_live *live;
+	uint64_t cum[RPM_NCOUNTERS], ticks, count;
+	double seconds;
+
+	if (!s->need_live && s->n == 1 && rpm_events[s->codes[0] & RPM_CODE_INDEX_MASK].kind == RPM_K_TIME) {
+		/* The common fast case: one clock read. */
+		s->values[0] = (long long)rpm_now_ticks();
+		return;
+	}
+	sample(s, &live, cum, &ticks);
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct rpm_event *e = rpm_event_of(s->codes[i]);
+		current(s, i, live, cum, ticks, &count, &seconds);
+		if (e->fp64) {
+			double v = e->absolute ? seconds : seconds - s->start_s[i];
+			memcpy(&s->values[i], &v, sizeof v);
+		} else {
+			s->values[i] = (long long)(e->absolute ? count : count - s->start[i]);
+		}
+	}
+}

@@ -1,0 +1,69 @@
+/*
+ * The paragon_rpm events as data (libpfm4-style), and an event set's
+ * counting: the PAPI component (components/paragon_rpm) is glue around this.
+ */
+#ifndef HERITAGE_RPM_EVENTS_H
+#define HERITAGE_RPM_EVENTS_H
+
+#include <stdint.h>
+
+#include "paragon/rpm_model.h"
+
+enum rpm_source { RPM_MEASURED, RPM_MODELLED, RPM_UNAVAILABLE };
+
+enum rpm_kind {
+	RPM_K_TIME,      /* rpm_time: absolute 10 MHz ticks */
+	RPM_K_TIME_S,    /* rpm_time as seconds (FP64), dclock()'s value */
+	RPM_K_COUNTER,   /* struct rpm counter .counter, 64-bit since start */
+	RPM_K_IDLE,      /* rpms_idle: FP64 seconds since start */
+	RPM_K_INT,       /* rpms_int */
+	RPM_K_ALLTRAPS,  /* rpms_alltraps: the classes that have a source */
+	RPM_K_ZERO,      /* no source: the model is "never happens" */
+};
+
+struct rpm_event {
+	const char *name;
+	const char *desc;
+	const char *units;
+	enum rpm_source source;
+	enum rpm_kind kind;
+	enum rpm_counter counter;  /* RPM_K_COUNTER */
+	int per_cpu;               /* an rpmsoft field: takes :cpu=N */
+	int fp64;                  /* value is a double in the long long's bits */
+	int absolute;              /* a reading, not a count since PAPI_start */
+};
+
+extern const struct rpm_event rpm_events[];
+extern const unsigned rpm_nevents;
+
+/* Codes: the table index, and the :cpu=N qualifier as N + 1 (0: all CPUs). */
+#define RPM_CODE_INDEX_MASK 0xffu
+#define RPM_CODE_CPU_SHIFT 8
+#define RPM_CODE_CPU(code) (((code) >> RPM_CODE_CPU_SHIFT) & 0xfffu)
+
+/* "rpms_idle:cpu=1" -> code; -ENOENT with a message. */
+int rpm_event_parse(const char *name, unsigned *code);
+/* The full name with its qualifier; -ENOENT for a bad code. */
+int rpm_event_format(unsigned code, char *buf, int len);
+const struct rpm_event *rpm_event_of(unsigned code);
+const char *rpm_source_name(enum rpm_source s);
+
+/* Is the model opted into (PAPI_HERITAGE_PARAGON_RPM_MODEL=1)? */
+int rpm_model_allowed(void);
+
+#define RPM_MAX_EVENTS 64
+struct rpm_set {
+	unsigned n;
+	unsigned codes[RPM_MAX_EVENTS];
+	int need_live;                    /* bus or soft counters: read /proc */
+	uint64_t start[RPM_MAX_EVENTS];   /* integer counts at start */
+	double start_s[RPM_MAX_EVENTS];   /* rpms_idle at start */
+	long long values[RPM_MAX_EVENTS];
+};
+/* Checks and stores the events; an unavailable one without the model opt-in
+ * is -ENOTSUP with a message saying how to opt in. */
+int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n);
+void rpm_set_start(struct rpm_set *s);
+void rpm_set_read(struct rpm_set *s);
+
+#endif
