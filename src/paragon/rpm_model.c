@@ -199,9 +199,14 @@ int rpm_parse_stat(const char *text, struct rpm_host_sample *s)
 	return found ? 0 : -1;
 }
 
+/* Static scratch, not stack: this runs in the fault handler, maybe on a
+ * small alternate signal stack; callers serialise (the page lock). */
+static unsigned cols[RPM_MAX_CPUS];
+static uint64_t row[RPM_MAX_CPUS];
+
 int rpm_parse_interrupts(const char *text, struct rpm_host_sample *s)
 {
-	unsigned cols[RPM_MAX_CPUS], ncols = 0;
+	unsigned ncols = 0;
 	const char *p = text;
 
 	/* Header: "CPU0 CPU1 ..." for the online CPUs only. */
@@ -229,16 +234,21 @@ int rpm_parse_interrupts(const char *text, struct rpm_host_sample *s)
 		if (*q != ':')
 			continue;
 		q++;
-		/* Rows like ERR: and MIS: have one number, not one per CPU. */
-		for (unsigned i = 0; i < ncols; i++) {
+		/* Rows like ERR: and MIS: have one system-wide number, not one
+		 * per CPU: only rows with a number in every column count. */
+		unsigned got = 0;
+		while (got < ncols) {
 			while (*q == ' ')
 				q++;
 			if (!isdigit((unsigned char)*q))
 				break;
-			uint64_t v = number(&q);
-			if (cols[i] < RPM_MAX_CPUS)
-				s->interrupts[cols[i]] += v;
+			row[got++] = number(&q);
 		}
+		if (got != ncols)
+			continue;
+		for (unsigned i = 0; i < ncols; i++)
+			if (cols[i] < RPM_MAX_CPUS)
+				s->interrupts[cols[i]] += row[i];
 	}
 	return 0;
 }

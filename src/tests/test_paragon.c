@@ -1,0 +1,211 @@
+/*
+ * Unit tests of the Paragon RPM model (src/paragon/rpm_model.c): dclock's
+ * integer path against the man page's exponent trick, 32-bit wrap extension,
+ * reset bases, the bus model, mesh routes on a 4x4 mesh, the /proc parsers.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "paragon/rpm_model.h"
+
+START_TEST(test_dclock_integer_path)
+{
+	ck_assert(rpm_ticks_to_seconds(10000000) == 1.0);
+	ck_assert(rpm_ticks_to_seconds(0) == 0.0);
+	/* The top 4 of 56 bits are ignored. */
+	ck_assert(rpm_ticks_to_seconds((1ULL << 52) + 5) == rpm_ticks_to_seconds(5));
+	ck_assert(rpm_ticks_to_seconds((0xfULL << 52) | 10000000) == 1.0);
+	/* Bit for bit with the exponent trick over a spread of counts. */
+	uint64_t x = 88172645463325252ULL;
+	for (int i = 0; i < 1000000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t t = (i < 1000 ? (uint64_t)i : x) & RPM_TIME_MASK;
+		double a = rpm_ticks_to_seconds(t), b = rpm_seconds_by_exponent_trick(rpm_timer_from_ticks(t));
+		ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "count %llu: integer %.17g trick %.17g",
+		              (unsigned long long)t, a, b);
+	}
+	ck_assert(rpm_timer_to_ticks(rpm_timer_from_ticks(123456789)) == 123456789);
+	ck_assert(rpm_ticks_from_ns(1000000000ULL) == 10000000);
+	ck_assert(rpm_ticks_from_ns(UINT64_MAX) <= RPM_TIME_MASK);
+}
+END_TEST
+
+START_TEST(test_wrap_extension)
+{
+	/* A simulated 32-bit source: a 64-bit truth read through its low 32
+	 * bits, with steps up to just under one wrap, over 3 million wraps. */
+	struct rpm_wrap w = { 0 };
+	uint64_t truth = 0xfffffff0ULL, x = 1;
+	ck_assert(rpm_wrap_update(&w, (uint32_t)truth) == truth);
+	for (long i = 0; i < 4000000; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		truth += (x >> 33) % 0xffffffffULL; /* < 2^32 */
+		ck_assert_uint_eq(rpm_wrap_update(&w, (uint32_t)truth), truth);
+	}
+	ck_assert(truth >> 32 > 1000000);
+	/* Equal readings: no change. */
+	uint64_t v = w.value;
+	ck_assert(rpm_wrap_update(&w, (uint32_t)truth) == v);
+}
+END_TEST
+
+START_TEST(test_reset_bases)
+{
+	/* The register shows the count since the last reset, mod 2^32; the
+	 * cumulative count a 64-bit reader uses never moves back. */
+	uint64_t cumulative = 5000000000ULL, base = 0;
+	ck_assert_uint_eq(rpm_register_value(cumulative, base), (uint32_t)5000000000ULL);
+	base = cumulative; /* reset */
+	ck_assert_uint_eq(rpm_register_value(cumulative, base), 0);
+	cumulative += 77;
+	ck_assert_uint_eq(rpm_register_value(cumulative, base), 77);
+	cumulative += 1ULL << 32; /* a wrap after the reset */
+	ck_assert_uint_eq(rpm_register_value(cumulative, base), 77);
+	ck_assert_uint_eq(rpm_register_value(10, 20), 0); /* model below base */
+	/* A reader of cumulative counts across 1000 resets loses nothing; the
+	 * registers, read just before each reset, agree when no wrap falls
+	 * between two resets. */
+	base = cumulative;
+	uint64_t start = cumulative, seen_by_registers = 0;
+	for (int r = 0; r < 1000; r++) {
+		cumulative += (uint64_t)r * 1000 + 1;
+		seen_by_registers += rpm_register_value(cumulative, base);
+		base = cumulative;
+	}
+	ck_assert_uint_eq(cumulative - start, seen_by_registers);
+}
+END_TEST
+
+START_TEST(test_bus_model)
+{
+	struct rpm_bus b = { .cpu1 = 1000, .ltu = 500, .exp = 0 };
+	rpm_bus_model(1000000, &b);
+	ck_assert_uint_eq(b.cpu0 + b.cpu1 + b.ltu + b.exp, 975000);
+	b.cpu1 = 2000000;
+	rpm_bus_model(1000000, &b);
+	ck_assert_uint_eq(b.cpu0, 0);
+	b = (struct rpm_bus){ 0 };
+	rpm_bus_model(UINT64_MAX, &b);
+	ck_assert(b.cpu0 > UINT64_MAX / 1000 * 974);
+	ck_assert_uint_eq(rpm_bus_cycles_for_ticks(100, 100), 50000000);
+	ck_assert_uint_eq(rpm_bus_cycles_for_bytes(64), 8);
+}
+END_TEST
+
+/* ---- mesh: 4x4, node = row * 4 + col, north = row - 1, east = col + 1 ---- */
+static const struct {
+	int line;
+	unsigned src, dst;
+	uint64_t bytes;
+} messages[] = {
+	{ __LINE__, 0, 15, 640 },   /* XY: east 0->1->2->3, south 3->7->11->15 */
+	{ __LINE__, 15, 0, 128 },   /* west 15->14->13->12, north 12->8->4->0 */
+	{ __LINE__, 5, 6, 64 },     /* one hop east */
+	{ __LINE__, 9, 9, 6400 },   /* to itself: no hops */
+	{ __LINE__, 12, 3, 192 },   /* east 12..15, north 15->11->7->3 */
+};
+
+START_TEST(test_mesh_routes_4x4)
+{
+	struct rpm_mesh_shape m = { 4, 4, RPM_ROUTE_XY };
+	uint64_t *bytes = calloc(16 * RPM_NDIRS, sizeof *bytes);
+	for (size_t i = 0; i < sizeof messages / sizeof messages[0]; i++)
+		ck_assert_msg(rpm_mesh_account(&m, bytes, messages[i].src, messages[i].dst, messages[i].bytes) == 0,
+		              "line %d", messages[i].line);
+	/* Expected bytes per router and direction. */
+	uint64_t want[16][RPM_NDIRS] = { { 0 } };
+#define ADD(r, d, b) want[r][RPM_DIR_##d] += b
+	ADD(0, EAST, 640); ADD(1, EAST, 640); ADD(2, EAST, 640);
+	ADD(3, SOUTH, 640); ADD(7, SOUTH, 640); ADD(11, SOUTH, 640);
+	ADD(15, WEST, 128); ADD(14, WEST, 128); ADD(13, WEST, 128);
+	ADD(12, NORTH, 128); ADD(8, NORTH, 128); ADD(4, NORTH, 128);
+	ADD(5, EAST, 64);
+	ADD(12, EAST, 192); ADD(13, EAST, 192); ADD(14, EAST, 192);
+	ADD(15, NORTH, 192); ADD(11, NORTH, 192); ADD(7, NORTH, 192);
+	for (int r = 0; r < 16; r++)
+		for (int d = 0; d < RPM_NDIRS; d++)
+			ck_assert_msg(bytes[r * RPM_NDIRS + d] == want[r][d], "router %d %s: %llu bytes, want %llu", r,
+			              rpm_dir_name((enum rpm_dir)d), (unsigned long long)bytes[r * RPM_NDIRS + d],
+			              (unsigned long long)want[r][d]);
+	free(bytes);
+
+	/* YX routing goes along the column first. */
+	struct rpm_hop hops[8];
+	m.routing = RPM_ROUTE_YX;
+	ck_assert_int_eq(rpm_mesh_route(&m, 0, 15, hops, 8), 6);
+	ck_assert(hops[0].router == 0 && hops[0].dir == RPM_DIR_SOUTH);
+	ck_assert(hops[3].router == 12 && hops[3].dir == RPM_DIR_EAST);
+	/* Bad input. */
+	ck_assert_int_eq(rpm_mesh_route(&m, 0, 16, hops, 8), -1);
+	ck_assert_int_eq(rpm_mesh_route(&m, 0, 15, hops, 3), -1);
+	struct rpm_mesh_shape bad = { 0, 4, RPM_ROUTE_XY };
+	ck_assert_int_eq(rpm_mesh_route(&bad, 0, 0, hops, 8), -1);
+}
+END_TEST
+
+START_TEST(test_mesh_parse)
+{
+	struct rpm_mesh_shape m;
+	enum rpm_routing r;
+	ck_assert(rpm_mesh_parse_shape("4x4", &m) == 0 && m.rows == 4 && m.cols == 4);
+	ck_assert(rpm_mesh_parse_shape("16X2", &m) == 0 && m.rows == 16 && m.cols == 2);
+	ck_assert(rpm_mesh_parse_shape("0x4", &m) == -1);
+	ck_assert(rpm_mesh_parse_shape("4x", &m) == -1);
+	ck_assert(rpm_mesh_parse_shape("33x32", &m) == -1);
+	ck_assert(rpm_mesh_parse_shape("x", &m) == -1);
+	ck_assert(rpm_mesh_parse_routing("YX", &r) == 0 && r == RPM_ROUTE_YX);
+	ck_assert(rpm_mesh_parse_routing("z", &r) == -1);
+}
+END_TEST
+
+START_TEST(test_proc_parsers)
+{
+	static struct rpm_host_sample s;
+	const char *stat = "cpu  10 0 20 300 5 7 8 0 0 0\n"
+	                   "cpu0 5 0 10 100 2 3 4 0 0 0\n"
+	                   "cpu1 5 0 10 200 3 4 4 0 0 0\n"
+	                   "intr 1234 0 0\n";
+	ck_assert(rpm_parse_stat(stat, &s) == 0);
+	ck_assert_uint_eq(s.ncpus, 2);
+	ck_assert_uint_eq(s.idle_ticks[0], 102);
+	ck_assert_uint_eq(s.idle_ticks[1], 203);
+	ck_assert_uint_eq(s.kernel_io_ticks, 15);
+	/* CPU 1 offline: columns are CPU0 and CPU2. */
+	const char *irq = "           CPU0       CPU2       \n"
+	                  "  0:         10          1   IO-APIC   2-edge      timer\n"
+	                  "LOC:       4000       3000   Local timer interrupts\n"
+	                  "ERR:          7\n";
+	ck_assert(rpm_parse_interrupts(irq, &s) == 0);
+	ck_assert_uint_eq(s.interrupts[0], 4010);
+	ck_assert_uint_eq(s.interrupts[2], 3001);
+	const char *net = "Inter-|   Receive |  Transmit\n face |bytes    packets|bytes\n"
+	                  "    lo:    3267      29    0    0    0     0          0         0     3267      29    0    0    0     0       0          0\n"
+	                  "  eth0: 1000       1731    0    0    0     0          0         0    24     911    0    0    0     0       0          0\n";
+	ck_assert(rpm_parse_netdev(net, &s) == 0);
+	ck_assert_uint_eq(s.nic_bytes, 1024);
+	ck_assert(rpm_parse_stat("garbage", &s) == -1);
+	ck_assert(rpm_parse_interrupts("", &s) == -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("paragon");
+	TCase *tc = tcase_create("paragon_rpm");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_dclock_integer_path);
+	tcase_add_test(tc, test_wrap_extension);
+	tcase_add_test(tc, test_reset_bases);
+	tcase_add_test(tc, test_bus_model);
+	tcase_add_test(tc, test_mesh_routes_4x4);
+	tcase_add_test(tc, test_mesh_parse);
+	tcase_add_test(tc, test_proc_parsers);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
