@@ -8,6 +8,7 @@
 #include "watch_sys.h"
 
 #include <asm/prctl.h>
+#include <stdatomic.h>
 #include <capstone/capstone.h>
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +33,12 @@ struct x86_state {
 	 * GOT, which can share a page with watched globals of the executable. */
 	disasm_iter_fn disasm_iter;
 	int ready;
+	/* The classifier's own handle and instruction (watch_x86_classify), so
+	 * that it never shares decoder state with the page-trap windows. */
+	csh cls_handle;
+	cs_insn *cls_insn;
+	int cls_ready;
+	_Atomic int cls_lock;
 	size_t arena_used;
 	unsigned char arena[ARENA_BYTES] __attribute__((aligned(64)));
 };
@@ -112,6 +119,10 @@ static void x86_open(void)
 		if (!cs_disasm_iter(x86.s.handle, &code, &size, &addr, x86.s.insn))
 			err = -ENOSYS;
 	}
+	if (!err && cs_open(CS_ARCH_X86, CS_MODE_64, &x86.s.cls_handle) == CS_ERR_OK &&
+	    cs_option(x86.s.cls_handle, CS_OPT_DETAIL, CS_OPT_ON) == CS_ERR_OK &&
+	    (x86.s.cls_insn = cs_malloc(x86.s.cls_handle)) != NULL)
+		x86.s.cls_ready = 1;
 	cs_option(0, CS_OPT_MEM, (size_t)&sys);
 	x86.s.disasm_iter = cs_disasm_iter;
 	x86.s.ready = err == 0;
@@ -405,4 +416,175 @@ int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd, struc
 		add_access(out, (uintptr_t)ea, 1, o->size, load, store);
 	}
 	return 0;
+}
+
+/* ---- instruction mix ------------------------------------------------------ */
+
+static int has_prefix(const char *s, const char *p)
+{
+	while (*p)
+		if (*s++ != *p++)
+			return 0;
+	return 1;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = 0, m = 0;
+	while (s[n])
+		n++;
+	while (suf[m])
+		m++;
+	if (m > n)
+		return 0;
+	for (size_t i = 0; i < m; i++)
+		if (s[n - m + i] != suf[i])
+			return 0;
+	return 1;
+}
+
+static int in_group(const cs_insn *in, uint8_t g)
+{
+	for (unsigned i = 0; i < in->detail->groups_count; i++)
+		if (in->detail->groups[i] == g)
+			return 1;
+	return 0;
+}
+
+/* x87: loads and stores to memory are data movement (Alpha's LDT/STT),
+ * control-word and environment instructions no operate at all, the rest FP
+ * operates (with a register operand fld/fst are copies, as Alpha's CPYS). */
+static unsigned x87_class(const char *m, int has_mem)
+{
+	static const char *const control[] = { "fldcw", "fnstcw", "fstcw", "fnstsw", "fstsw", "fnstenv", "fldenv",
+		"fxsave", "fxrstor", "fnsave", "frstor", "fwait", "fninit", "fnclex", "ffree", "fincstp", "fdecstp",
+		"fnop", "femms", NULL };
+	for (unsigned i = 0; control[i]; i++)
+		if (has_prefix(m, control[i]))
+			return WATCH_X86_SYSTEM;
+	if (has_mem && (has_prefix(m, "fld") || has_prefix(m, "fst") || has_prefix(m, "fist") ||
+	                has_prefix(m, "fild") || has_prefix(m, "fisttp") || has_prefix(m, "fbld") ||
+	                has_prefix(m, "fbstp")))
+		return WATCH_X86_MOVE;
+	return WATCH_X86_FP;
+}
+
+/* SSE/AVX floating point by mnemonic: scalar/packed single/double forms
+ * (addsd, vmulps, vfmadd231pd, ucomisd, sqrtss, cvtsi2sd) and conversions.
+ * Integer SIMD mnemonics all start with 'p' (after the VEX 'v'). */
+static int simd_is_fp(const char *m)
+{
+	if (m[0] == 'v')
+		m++;
+	if (has_prefix(m, "mov") || m[0] == 'p')
+		return 0;
+	if (has_prefix(m, "cvt"))
+		return 1;
+	return has_suffix(m, "ss") || has_suffix(m, "sd") || has_suffix(m, "ps") || has_suffix(m, "pd");
+}
+
+static unsigned classify_insn(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const char *m = in->mnemonic;
+	unsigned cls = 0;
+	int has_mem = 0;
+	/* Pure moves: what they do is the load or the store. */
+	int move = (has_prefix(m, "mov") || has_prefix(m, "vmov")) && in->id != X86_INS_MOVSB &&
+	           in->id != X86_INS_MOVSW && in->id != X86_INS_MOVSD && in->id != X86_INS_MOVSQ;
+
+	switch (in->id) {
+	case X86_INS_LEA: case X86_INS_NOP: case X86_INS_PREFETCH: case X86_INS_PREFETCHNTA:
+	case X86_INS_PREFETCHT0: case X86_INS_PREFETCHT1: case X86_INS_PREFETCHT2: case X86_INS_PREFETCHW:
+	case X86_INS_CLFLUSH:
+		/* An address operand that is not accessed. */
+		return in->id == X86_INS_NOP || in->id == X86_INS_LEA ? 0 : WATCH_X86_SYSTEM;
+	case X86_INS_PUSH: case X86_INS_PUSHF: case X86_INS_PUSHFQ:
+		cls |= WATCH_X86_WRITES | WATCH_X86_MOVE;
+		break;
+	case X86_INS_POP: case X86_INS_POPF: case X86_INS_POPFQ:
+		cls |= WATCH_X86_READS | WATCH_X86_MOVE;
+		break;
+	case X86_INS_CALL:
+		cls |= WATCH_X86_WRITES;
+		break;
+	case X86_INS_RET: case X86_INS_LEAVE:
+		cls |= WATCH_X86_READS;
+		break;
+	case X86_INS_MOVSB: case X86_INS_MOVSW: case X86_INS_MOVSD: case X86_INS_MOVSQ:
+		/* movsd is also SSE's scalar double move: that one has operands
+		 * that are not both memory. */
+		if (x->op_count == 2 && x->operands[0].type == X86_OP_MEM && x->operands[1].type == X86_OP_MEM)
+			return WATCH_X86_READS | WATCH_X86_WRITES | WATCH_X86_MOVE;
+		move = 1;
+		break;
+	case X86_INS_STOSB: case X86_INS_STOSW: case X86_INS_STOSD: case X86_INS_STOSQ:
+		return WATCH_X86_WRITES | WATCH_X86_MOVE;
+	case X86_INS_LODSB: case X86_INS_LODSW: case X86_INS_LODSD: case X86_INS_LODSQ:
+		return WATCH_X86_READS | WATCH_X86_MOVE;
+	case X86_INS_CMPSB: case X86_INS_CMPSW: case X86_INS_CMPSD: case X86_INS_CMPSQ:
+	case X86_INS_SCASB: case X86_INS_SCASW: case X86_INS_SCASD: case X86_INS_SCASQ:
+		if (x->op_count == 2 && x->operands[0].type == X86_OP_MEM && x->operands[1].type == X86_OP_MEM)
+			return WATCH_X86_READS;
+		if (in->id == X86_INS_SCASB || in->id == X86_INS_SCASW || in->id == X86_INS_SCASD ||
+		    in->id == X86_INS_SCASQ)
+			return WATCH_X86_READS;
+		break; /* cmpsd xmm: SSE compare */
+	case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_INT: case X86_INS_INT3: case X86_INS_INTO:
+	case X86_INS_UD2: case X86_INS_HLT: case X86_INS_CPUID: case X86_INS_RDTSC: case X86_INS_RDTSCP:
+	case X86_INS_LFENCE: case X86_INS_MFENCE: case X86_INS_SFENCE: case X86_INS_PAUSE:
+	case X86_INS_ENDBR64: case X86_INS_ENDBR32: case X86_INS_XGETBV:
+		return WATCH_X86_SYSTEM;
+	default:
+		break;
+	}
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM)
+			continue;
+		has_mem = 1;
+		uint8_t acc = o->access;
+		if (move)
+			acc = i == 0 ? CS_AC_WRITE : CS_AC_READ; /* capstone 4 calls VEX stores reads */
+		else if (!acc)
+			acc = CS_AC_READ;
+		if (acc & CS_AC_READ)
+			cls |= WATCH_X86_READS;
+		if (acc & CS_AC_WRITE)
+			cls |= WATCH_X86_WRITES;
+	}
+	if (move && has_mem)
+		cls |= WATCH_X86_MOVE;
+	if (in_group(in, X86_GRP_JUMP) || in_group(in, X86_GRP_CALL) || in_group(in, X86_GRP_RET) ||
+	    in_group(in, X86_GRP_IRET) || in_group(in, X86_GRP_BRANCH_RELATIVE))
+		cls |= WATCH_X86_BRANCH;
+	else if (in_group(in, X86_GRP_INT))
+		cls |= WATCH_X86_SYSTEM;
+	if (!(cls & WATCH_X86_BRANCH) && !(cls & WATCH_X86_MOVE)) {
+		if (m[0] == 'f' && in_group(in, X86_GRP_FPU))
+			cls |= x87_class(m, has_mem);
+		else if (simd_is_fp(m))
+			cls |= WATCH_X86_FP;
+	}
+	return cls;
+}
+
+int watch_x86_classify(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *len, unsigned *cls)
+{
+	if (!x86.s.cls_ready)
+		return -1;
+	int expected = 0;
+	while (!atomic_compare_exchange_weak(&x86.s.cls_lock, &expected, 1)) {
+		expected = 0;
+		__builtin_ia32_pause();
+	}
+	const uint8_t *code = bytes;
+	uint64_t addr = pc;
+	int ok = x86.s.disasm_iter(x86.s.cls_handle, &code, &avail, &addr, x86.s.cls_insn);
+	if (ok) {
+		*len = x86.s.cls_insn->size;
+		*cls = classify_insn(x86.s.cls_insn);
+	}
+	atomic_store(&x86.s.cls_lock, 0);
+	return ok ? 0 : -1;
 }

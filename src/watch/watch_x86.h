@@ -50,6 +50,21 @@ int watch_x86_init(void);
 int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd,
                      struct watch_x86_insn *out);
 
+/* Instruction mix (the alpha21064 single-step backend): what one instruction
+ * does, from its bytes alone.  Class bits: */
+#define WATCH_X86_READS 0x01u  /* reads memory: a memory operand, an implicit stack read (pop, ret, leave), a string source */
+#define WATCH_X86_WRITES 0x02u /* writes memory: likewise (push, call, stos, a mov to memory) */
+#define WATCH_X86_BRANCH 0x04u /* jmp, jcc, loop, call, ret, iret */
+#define WATCH_X86_FP 0x08u     /* floating-point operate: x87 arithmetic, SSE/AVX scalar and packed FP, conversions */
+#define WATCH_X86_MOVE 0x10u   /* pure data movement between memory and a register (mov*, push, pop, string moves) */
+#define WATCH_X86_SYSTEM 0x20u /* syscall, int, int3, cpuid, rdtsc, fences, pause, endbr: no Alpha operate */
+
+/* Classify the instruction in bytes[0..avail) (its address pc): 0 and *len,
+ * *cls, or -1 if it does not decode.  Async-signal-safe and callable from
+ * several threads (a second capstone handle, serialised by a spin lock that
+ * only this function takes). */
+int watch_x86_classify(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *len, unsigned *cls);
+
 /* The pages holding the decoder's state, which must never be watched. */
 void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
 
