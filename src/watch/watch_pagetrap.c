@@ -52,6 +52,7 @@
 #include "watch.h"
 #include "watch_pagetrap.h"
 #include "watch_park.h"
+#include "watch_step.h"
 #include "watch_sys.h"
 #include "watch_x86.h"
 
@@ -185,6 +186,18 @@ struct pt_state {
 
 	_Atomic uint64_t faults, int3_steps, tf_steps, undecoded, bounced;
 	_Atomic uint64_t code_entries, code_steps;
+
+	/* Whole-thread stepping (watch_step.h): one slot per stepping thread. */
+	struct pt_tstep {
+		_Atomic int tid;    /* owner; 0 = free */
+		_Atomic int active; /* 0: stopping, the next trap clears TF and frees it */
+		int has_pending;
+		uintptr_t pending;  /* the instruction now executing */
+		watch_step_fn fn;
+		void *arg;
+	} tsteps[PT_MAX_SESSIONS];
+	_Atomic int tstep_used;
+	_Atomic uint64_t tstep_steps, tstep_strays;
 
 	char maps[PT_MAPS_BUF];
 };
@@ -761,6 +774,67 @@ static void code_step(int self, ucontext_t *uc)
 	end_code_window(uc);
 }
 
+/* ---- whole-thread stepping (watch_step.h) ---------------------------------- */
+
+static struct pt_tstep *tstep_of(int self)
+{
+	if (!atomic_load(&S.tstep_used))
+		return NULL;
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
+		if (atomic_load(&S.tsteps[i].tid) == self)
+			return &S.tsteps[i];
+	return NULL;
+}
+
+/* Report one completed instruction: its first bytes straight from memory
+ * when they lie in one page (the page is mapped: it just ran), else through
+ * /proc/self/mem, which does not fault. */
+static void tstep_report(struct pt_tstep *t, uintptr_t pc, ucontext_t *uc)
+{
+	uint8_t bytes[15];
+	unsigned n = sizeof bytes;
+	if ((pc & (PAGE - 1)) <= PAGE - sizeof bytes) {
+		watch_copy(bytes, (const void *)pc, sizeof bytes);
+	} else {
+		long got = watch_sys_pread(S.mem_fd, bytes, sizeof bytes, pc);
+		if (got <= 0) {
+			n = (unsigned)(PAGE - (pc & (PAGE - 1)));
+			watch_copy(bytes, (const void *)pc, n);
+		} else {
+			n = (unsigned)got;
+		}
+	}
+	atomic_fetch_add(&S.tstep_steps, 1);
+	t->fn(t->arg, pc, bytes, n, uc);
+}
+
+/* A step trap on a thread being stepped: the pending instruction completed;
+ * RIP is the next.  The same rules as code_step(). */
+static void tstep_trap(struct pt_tstep *t, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+
+	if (!atomic_load(&t->active)) {
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+		atomic_store(&t->tid, 0);
+		return;
+	}
+	if (t->has_pending) {
+		uintptr_t done = t->pending;
+		if (rip == done && is_rep_string_at(done))
+			return; /* one more iteration of the same instruction */
+		tstep_report(t, done, uc);
+		/* The kernel drops the trap owed to a syscall (code_step()). */
+		for (int i = 0; i < 4 && is_syscall_at(done) && rip != done + 2 && atomic_load(&t->active); i++) {
+			done += 2;
+			tstep_report(t, done, uc);
+		}
+	}
+	t->pending = rip;
+	t->has_pending = 1;
+}
+
 /* ---- chaining to the application's handlers ------------------------------- */
 
 static void app_lock(void)
@@ -915,6 +989,10 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 	greg_t *g = uc->uc_mcontext.gregs;
 	int self = watch_sys_gettid();
 
+	/* A thread stepped as a whole gets every TF trap reported, whatever
+	 * page-trap window the same trap also closes. */
+	struct pt_tstep *t = si->si_code == TRAP_TRACE ? tstep_of(self) : NULL;
+
 	if (atomic_load(&S.lock_owner) == self && S.win.armed) {
 		if (!S.win.use_tf && (uintptr_t)g[REG_RIP] - 1 == S.win.patch_addr) {
 			watch_sys_pwrite(S.mem_fd, &S.win.patch_orig, 1, S.win.patch_addr);
@@ -928,6 +1006,11 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 				g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
 			atomic_fetch_add(&S.tf_steps, 1);
 			end_window(uc);
+			if (t && atomic_load(&t->active)) {
+				/* The window's TF was ours all along: keep it. */
+				g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
+				tstep_trap(t, uc);
+			}
 			/* Inside watched code the same trap is also the code step. */
 			if (!stepping_here(self))
 				return;
@@ -936,6 +1019,10 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 	if (stepping_here(self)) {
 		if (si->si_code == TRAP_TRACE) {
 			code_step(self, uc);
+			if (t && atomic_load(&t->active)) {
+				g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
+				tstep_trap(t, uc);
+			}
 			return;
 		}
 		if (si->si_code == SI_KERNEL && S.cstep.has_pending) {
@@ -945,8 +1032,14 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 			S.cstep.pending = (uintptr_t)g[REG_RIP];
 			S.cstep.has_pending = code_run_at(S.cstep.pending) != NULL;
 		}
-	} else if (si->si_code == TRAP_TRACE && atomic_load(&S.code_used) && S.app_trap.sa_handler == SIG_DFL &&
-	           !(S.app_trap.sa_flags & SA_SIGINFO)) {
+	} else if (t) {
+		tstep_trap(t, uc);
+		return;
+	} else if (si->si_code == TRAP_TRACE && (atomic_load(&S.code_used) || atomic_load(&S.tstep_used)) &&
+	           S.app_trap.sa_handler == SIG_DFL && !(S.app_trap.sa_flags & SA_SIGINFO)) {
+		/* Also TF inherited by a thread or a child created while stepping. */
+		if (atomic_load(&S.tstep_used))
+			atomic_fetch_add(&S.tstep_strays, 1);
 		/* A step trap nobody asked for: TF leaked out of a code window (a
 		 * pushf inside it, popf outside).  Without an application handler it
 		 * would kill the process; clear TF and go on. */
@@ -1047,6 +1140,10 @@ static void atfork_child(void)
 	memset(S.slots, 0, sizeof S.slots);
 	S.win.armed = 0;
 	memset(&S.cstep, 0, sizeof S.cstep);
+	/* The child inherited TF from a stepping parent thread: its traps are
+	 * strays (on_trap clears TF), never reported. */
+	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
+		atomic_store(&S.tsteps[i].tid, 0);
 	close(S.mem_fd);
 	S.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	S.pid = watch_sys_getpid();
@@ -1741,6 +1838,102 @@ void watch_pagetrap_stats(struct watch_pagetrap_stats *out)
 	out->bounced_syscalls = atomic_load(&S.bounced);
 	out->code_entries = atomic_load(&S.code_entries);
 	out->code_steps = atomic_load(&S.code_steps);
+}
+
+/* ---- whole-thread stepping: start / stop ---------------------------------- */
+
+/* Set or clear TF in the calling thread.  Below the red zone: the compiler
+ * may keep data in the 128 bytes under %rsp, which pushfq would overwrite. */
+static inline void tf_on(uintptr_t *next)
+{
+	__asm__ volatile("leaq 1f(%%rip), %%rax\n\t"
+	                 "movq %%rax, %0\n\t"
+	                 "leaq -128(%%rsp), %%rsp\n\t"
+	                 "pushfq\n\t"
+	                 "orq $0x100, (%%rsp)\n\t"
+	                 "popfq\n"
+	                 "1:\n\t"
+	                 "leaq 128(%%rsp), %%rsp"
+	                 : "=m"(*next)
+	                 :
+	                 : "rax", "memory", "cc");
+}
+
+static inline void tf_off(void)
+{
+	__asm__ volatile("leaq -128(%%rsp), %%rsp\n\t"
+	                 "pushfq\n\t"
+	                 "andq $~0x100, (%%rsp)\n\t"
+	                 "popfq\n\t"
+	                 "leaq 128(%%rsp), %%rsp"
+	                 :
+	                 :
+	                 : "memory", "cc");
+}
+
+int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len)
+{
+	int err = ensure_init();
+	if (!err)
+		err = install_handlers();
+	if (err) {
+		set_why(why, len, "single-step engine: cannot start (%s)", strerror(-err));
+		return err;
+	}
+	ensure_altstack();
+	int self = watch_sys_gettid(), pid = watch_sys_getpid();
+	struct pt_tstep *t = NULL;
+	/* This thread's slot left by an earlier stop whose last trap never
+	 * came, else a free one, else one whose thread has exited. */
+	for (unsigned i = 0; i < PT_MAX_SESSIONS && !t; i++)
+		if (atomic_load(&S.tsteps[i].tid) == self)
+			t = &S.tsteps[i];
+	if (t && atomic_load(&t->active)) {
+		set_why(why, len, "single-step engine: this thread is already being stepped");
+		return -EBUSY;
+	}
+	for (unsigned i = 0; i < PT_MAX_SESSIONS && !t; i++) {
+		int owner = atomic_load(&S.tsteps[i].tid);
+		if (owner && watch_sys_tgkill(pid, owner, 0) == 0)
+			continue;
+		if (atomic_compare_exchange_strong(&S.tsteps[i].tid, &owner, self))
+			t = &S.tsteps[i];
+	}
+	if (!t) {
+		set_why(why, len, "single-step engine: more than %d threads stepped at once", PT_MAX_SESSIONS);
+		return -ENOSPC;
+	}
+	t->fn = fn;
+	t->arg = arg;
+	t->has_pending = 1;
+	atomic_store(&S.tstep_used, 1);
+	atomic_store(&t->active, 1);
+	/* The first trap comes after the instruction following popfq: that one
+	 * is pending from the start. */
+	tf_on(&t->pending);
+	return 0;
+}
+
+void watch_step_stop(void)
+{
+	struct pt_tstep *t = tstep_of(watch_sys_gettid());
+	if (!t)
+		return;
+	/* Inactive first: a trap still due clears TF and frees the slot. */
+	atomic_store(&t->active, 0);
+	tf_off();
+}
+
+int watch_step_active(void)
+{
+	struct pt_tstep *t = tstep_of(watch_sys_gettid());
+	return t && atomic_load(&t->active);
+}
+
+void watch_step_stats(struct watch_step_stats *out)
+{
+	out->steps = atomic_load(&S.tstep_steps);
+	out->strays = atomic_load(&S.tstep_strays);
 }
 
 /* ---- signal disposition interposition ------------------------------------- */

@@ -1,0 +1,43 @@
+/*
+ * Whole-thread single-stepping: from watch_step_start() until
+ * watch_step_stop(), the calling thread runs with the trap flag set and every
+ * instruction it completes is reported to a callback, from the SIGTRAP
+ * handler.  It shares the page-trap engine's signal plumbing (watch_pagetrap.c:
+ * its SIGTRAP handler, signal stacks, interposed sigaction so application
+ * handlers keep working) and its stepping rules (rep-string iterations count
+ * once, the instruction after a syscall whose trap the kernel drops is still
+ * reported).
+ *
+ * What is not stepped: signal handlers (the kernel clears TF for them; their
+ * instructions are not reported), and anything after a handler leaves by
+ * longjmp (TF is not restored; stepping of that thread silently ends).
+ * A child process or thread created while stepping inherits TF; its traps
+ * are recognised as strays and TF is cleared.
+ */
+#ifndef HERITAGE_WATCH_STEP_H
+#define HERITAGE_WATCH_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+/* Called in the SIGTRAP handler of the stepping thread, on the engine's
+ * signal stack with asynchronous signals blocked, once per completed
+ * instruction: pc is its address, bytes[0..nbytes) its first bytes (up to
+ * 15), uc the interrupted context (RIP = the next instruction). */
+typedef void (*watch_step_fn)(void *arg, uintptr_t pc, const uint8_t *bytes, unsigned nbytes, ucontext_t *uc);
+
+/* Start stepping the calling thread.  0, or -errno with a message in why. */
+int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len);
+/* Stop stepping the calling thread (no more callbacks once it returns). */
+void watch_step_stop(void);
+/* Non-zero while the calling thread is being stepped. */
+int watch_step_active(void);
+
+struct watch_step_stats {
+	uint64_t steps;      /* instructions reported */
+	uint64_t strays;     /* step traps on threads nobody steps (TF inherited): cleared */
+};
+void watch_step_stats(struct watch_step_stats *out);
+
+#endif
