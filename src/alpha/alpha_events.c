@@ -1,0 +1,158 @@
+/*
+ * The 21064 event tables (facilities.md 2(a)) and the names users type.
+ */
+#include "alpha/alpha_events.h"
+#include "common/heritage_error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NO_PAL "the software backend runs no PALcode and cannot see the host's firmware or SMM time"
+#define NO_PIN "the 21064 external pin has no counterpart here (its meaning on 21066/21068 is not even documented)"
+#define NO_PIPE "pipeline stall cycles cannot be observed by single-stepping (each instruction runs alone)"
+#define NO_CACHE "cache behaviour cannot be observed by single-stepping, and this machine has no PMU"
+#define NO_PRED "branch prediction cannot be observed by single-stepping, and this machine has no PMU"
+
+const struct alpha_event alpha_events[] = {
+	/* Counter 0: MUX0, 4 bits. */
+	{ .name = "ISSUES", .desc = "Total instructions issued, divided by 2 (the counter advances once per pair)",
+	  .counter = 0, .mux = 0x0, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_ISSUES,
+	  .host_event = "perf::INSTRUCTIONS (counted in pairs)", .host_honesty = "approx" },
+	{ .name = "PIPELINE_DRY", .desc = "Cycles in which nothing issued because no valid I-stream data was available",
+	  .counter = 0, .mux = 0x2, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIPE,
+	  .host_event = "perf::STALLED-CYCLES-FRONTEND", .host_honesty = "approx" },
+	{ .name = "LOAD_INSNS", .desc = "All load instructions",
+	  .counter = 0, .mux = 0x4, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_LOADS,
+	  .host_event = "MEM_INST_RETIRED:ALL_LOADS (Intel), LS_DISPATCH:LD_DISPATCH (AMD)", .host_honesty = "yes-ish" },
+	{ .name = "PIPELINE_FROZEN", .desc = "Cycles in which nothing issued because of a resource conflict",
+	  .counter = 0, .mux = 0x6, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIPE,
+	  .host_event = "perf::STALLED-CYCLES-BACKEND", .host_honesty = "approx" },
+	{ .name = "BRANCH_INSNS", .desc = "All branches: conditional, unconditional, JSR, HW_REI",
+	  .counter = 0, .mux = 0x8, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_BRANCHES,
+	  .host_event = "perf::BRANCH-INSTRUCTIONS", .host_honesty = "yes" },
+	{ .name = "CYCLES", .desc = "Total cycles",
+	  .counter = 0, .mux = 0xA, .sw_source = ALPHA_MODELLED, .feed = ALPHA_FEED_CYCLES,
+	  .host_event = "perf::CPU-CYCLES", .host_honesty = "yes" },
+	{ .name = "PAL_MODE", .desc = "Cycles spent in PALcode",
+	  .counter = 0, .mux = 0xB, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PAL,
+	  .host_event = "none", .host_honesty = "no honest source" },
+	{ .name = "NON_ISSUES", .desc = "Total non-issues, divided by 2",
+	  .counter = 0, .mux = 0xC, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIPE,
+	  .host_event = "(2 x perf::CPU-CYCLES - perf::INSTRUCTIONS) / 2", .host_honesty = "modelled" },
+	{ .name = "EXTERNAL", .desc = "External pin input (Linux selects it to switch counter 0 off)",
+	  .counter = 0, .mux = 0xE, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIN,
+	  .host_event = "none", .host_honesty = "no honest source" },
+	/* Counter 1: MUX1, 3 bits (oprofile numbers them 0x10 + code). */
+	{ .name = "DCACHE_MISSES", .desc = "D-cache misses",
+	  .counter = 1, .mux = 0, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_CACHE,
+	  .host_event = "perf::L1-DCACHE-LOAD-MISSES", .host_honesty = "yes-ish" },
+	{ .name = "ICACHE_MISSES", .desc = "I-cache misses",
+	  .counter = 1, .mux = 1, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_CACHE,
+	  .host_event = "perf::L1-ICACHE-LOAD-MISSES", .host_honesty = "yes-ish" },
+	{ .name = "DUAL_ISSUE_CYCLES", .desc = "Cycles in which two instructions issued",
+	  .counter = 1, .mux = 2, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIPE,
+	  .host_event = "UOPS_ISSUED:ANY:c=2 (Intel)", .host_honesty = "approx" },
+	{ .name = "BRANCH_MISPREDICTS", .desc = "Branch mispredictions (conditional, JSR, HW_REI)",
+	  .counter = 1, .mux = 3, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PRED,
+	  .host_event = "perf::BRANCH-MISSES", .host_honesty = "yes" },
+	{ .name = "FP_INSNS", .desc = "Floating-point operate instructions (not branches, loads or stores)",
+	  .counter = 1, .mux = 4, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_FP,
+	  .host_event = "FP_ARITH_INST_RETIRED:* (Intel), FP_RET_SSE_AVX_OPS (AMD)", .host_honesty = "approx" },
+	{ .name = "INTEGER_OPERATE", .desc = "Integer operate instructions",
+	  .counter = 1, .mux = 5, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_INTOP,
+	  .host_event = "instructions - loads - stores - branches - fp", .host_honesty = "modelled" },
+	{ .name = "STORE_INSNS", .desc = "Store instructions",
+	  .counter = 1, .mux = 6, .sw_source = ALPHA_MEASURED, .feed = ALPHA_FEED_STORES,
+	  .host_event = "MEM_INST_RETIRED:ALL_STORES (Intel), LS_DISPATCH:STORE_DISPATCH (AMD)",
+	  .host_honesty = "yes-ish" },
+	/* The pin exists on both counters; names must be unique in PAPI. */
+	{ .name = "EXTERNAL_1", .desc = "External input on counter 1 (on 21066/21068 presumably the on-chip "
+	  "memory/PCI controller)",
+	  .counter = 1, .mux = 7, .sw_source = ALPHA_UNAVAILABLE, .sw_why = NO_PIN,
+	  .host_event = "none", .host_honesty = "no honest source" },
+};
+
+const unsigned alpha_nevents = sizeof alpha_events / sizeof alpha_events[0];
+
+/* Counter 0 counts to 2^16 or 2^12, counter 1 to 2^12 or 2^8.  Defaults are
+ * the long periods: the fewest interrupts, as a system left alone would run. */
+const struct alpha_widths alpha_counter_widths[ALPHA_NCOUNTERS] = {
+	{ .def = 16, .other = 12 },
+	{ .def = 12, .other = 8 },
+};
+
+const struct alpha_event *alpha_event_of(unsigned code)
+{
+	unsigned idx = code & ALPHA_CODE_INDEX_MASK;
+	return idx < alpha_nevents ? &alpha_events[idx] : NULL;
+}
+
+int alpha_width_valid(unsigned counter, unsigned width)
+{
+	return counter < ALPHA_NCOUNTERS &&
+	       (width == alpha_counter_widths[counter].def || width == alpha_counter_widths[counter].other)
+	               ? 0
+	               : -EINVAL;
+}
+
+unsigned alpha_code_width(unsigned code)
+{
+	const struct alpha_event *e = alpha_event_of(code);
+	if (!e)
+		return 0;
+	if (code & ALPHA_CODE_WIDTH_SET)
+		return (code >> ALPHA_CODE_WIDTH_SHIFT) & ALPHA_CODE_WIDTH_MASK;
+	return alpha_counter_widths[e->counter].def;
+}
+
+int alpha_event_parse(const char *name, unsigned *code)
+{
+	if (!name || !code)
+		return heritage_fail(-EINVAL, "alpha21064: no event name");
+	const char *colon = strchr(name, ':');
+	size_t base = colon ? (size_t)(colon - name) : strlen(name);
+	unsigned idx;
+	for (idx = 0; idx < alpha_nevents; idx++)
+		if (strlen(alpha_events[idx].name) == base && strncasecmp(alpha_events[idx].name, name, base) == 0)
+			break;
+	if (idx == alpha_nevents)
+		return heritage_fail(-ENOENT, "alpha21064: no event named '%.*s' (papi_native_avail -i alpha21064 "
+		                     "lists them)", (int)base, name);
+	const struct alpha_event *e = &alpha_events[idx];
+	*code = idx;
+	if (!colon)
+		return 0;
+	const struct alpha_widths *w = &alpha_counter_widths[e->counter];
+	const char *q = colon + 1;
+	if (strncasecmp(q, "width=", 6) != 0)
+		return heritage_fail(-EINVAL, "alpha21064: %s: unknown qualifier '%s'; the only one is :width=%u|%u",
+		                     e->name, q, w->def, w->other);
+	char *end = NULL;
+	unsigned long v = strtoul(q + 6, &end, 10);
+	if (end == q + 6 || *end != '\0' || alpha_width_valid(e->counter, (unsigned)v) != 0)
+		return heritage_fail(-EINVAL, "alpha21064: %s counts on counter %u, whose width is %u or %u "
+		                     "(periods %lu or %lu), not '%s'", e->name, e->counter, w->def, w->other,
+		                     1ul << w->def, 1ul << w->other, q + 6);
+	*code = idx | ALPHA_CODE_WIDTH_SET | ((unsigned)v << ALPHA_CODE_WIDTH_SHIFT);
+	return 0;
+}
+
+int alpha_event_format(unsigned code, char *buf, size_t len)
+{
+	const struct alpha_event *e = alpha_event_of(code);
+	if (!e || (code & ~(ALPHA_CODE_INDEX_MASK | ALPHA_CODE_WIDTH_SET |
+	                    (ALPHA_CODE_WIDTH_MASK << ALPHA_CODE_WIDTH_SHIFT))))
+		return -ENOENT;
+	int n;
+	if (code & ALPHA_CODE_WIDTH_SET) {
+		if (alpha_width_valid(e->counter, alpha_code_width(code)) != 0)
+			return -ENOENT;
+		n = snprintf(buf, len, "%s:width=%u", e->name, alpha_code_width(code));
+	} else {
+		n = snprintf(buf, len, "%s", e->name);
+	}
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
