@@ -17,6 +17,7 @@ typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event
 
 int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
 int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
+int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
 
 static const struct {
 	const char *component;
@@ -24,7 +25,7 @@ static const struct {
 } heritage_components[] = {
 	{ "itanium2", itanium2_event_facts },
 	{ "paragon_rpm", paragon_rpm_event_facts },
-	{ "alpha21064", NULL },
+	{ "alpha21064", alpha21064_event_facts },
 	{ "imc", NULL },
 	{ "profileme", NULL },
 };

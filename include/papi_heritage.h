@@ -54,6 +54,38 @@ int papi_heritage_is_component(const char *name);
  * Returns PAPI_OK, PAPI_ENOEVST or PAPI_ENOCMP (not an itanium2 set). */
 int papi_heritage_itanium2_backend(int EventSet, char *name, int len);
 
+/* alpha21064: the interrupt frame of the counter interrupt being delivered,
+ * as the operating system chosen for the process received it (alpha21064(3)):
+ *   PAPI_HERITAGE_ALPHA_OS_UNIX  DIGITAL UNIX: entINT, IPL 6, a0 = 4 (osfint$c_perf),
+ *                                a1 = 0x650 (scb$v_perfmon), a2 = counter
+ *   PAPI_HERITAGE_ALPHA_OS_VMS   OpenVMS: an exception through SCB + 0x650
+ *                                (HWSCB$Q_PERF_MONITOR), IPL 29, R4 = counter
+ *   PAPI_HERITAGE_ALPHA_OS_NT    Windows NT: a kernel-stack frame to the interrupt
+ *                                entry; the seed documents no register values
+ * Fields an OS does not define are -1.  pc is the old PC saved in the frame. */
+#define PAPI_HERITAGE_ALPHA_OS_UNIX 1
+#define PAPI_HERITAGE_ALPHA_OS_VMS 2
+#define PAPI_HERITAGE_ALPHA_OS_NT 3
+
+struct papi_heritage_alpha21064_frame {
+	int os;               /* PAPI_HERITAGE_ALPHA_OS_* */
+	int counter;          /* 0 or 1 */
+	unsigned long long pc;
+	long vector;          /* SCB offset (0x650), -1 for NT */
+	int ipl;              /* 29 (VMS), 6 (UNIX), -1 (NT) */
+	int exception;        /* 1: dispatched as an exception (VMS) */
+	long r4;              /* VMS */
+	long a0, a1, a2;      /* DIGITAL UNIX */
+};
+
+/* Per process; the default is PAPI_HERITAGE_ALPHA21064_OS (unix, vms, nt) or
+ * unix.  PAPI_OK or PAPI_EINVAL. */
+int papi_heritage_alpha21064_set_os(int os);
+int papi_heritage_alpha21064_get_os(void);
+/* Inside a PAPI_overflow handler of an alpha21064 event set: the frame of
+ * the interrupt being handled.  PAPI_EINVAL elsewhere. */
+int papi_heritage_alpha21064_frame(struct papi_heritage_alpha21064_frame *frame);
+
 #ifdef __cplusplus
 }
 #endif

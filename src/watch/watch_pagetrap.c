@@ -808,6 +808,35 @@ static void tstep_report(struct pt_tstep *t, uintptr_t pc, ucontext_t *uc)
 	t->fn(t->arg, pc, bytes, n, uc);
 }
 
+/* About to run rt_sigprocmask: emulate it on the context's saved mask,
+ * leaving SIGTRAP deliverable.  A step trap with SIGTRAP blocked is forced
+ * on the thread with the default action, which kills the process, and glibc
+ * blocks every signal around clone() and elsewhere.  The old mask written
+ * back shows SIGTRAP unblocked.  0 if the kernel should run the call (bad
+ * pointers: it reports EFAULT itself). */
+static int tstep_emulate_sigprocmask(ucontext_t *uc, uintptr_t rip)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	if (g[REG_RAX] != SYS_rt_sigprocmask || g[REG_R10] != 8 || !is_syscall_at(rip))
+		return 0;
+	long how = g[REG_RDI];
+	uintptr_t set = (uintptr_t)g[REG_RSI], oset = (uintptr_t)g[REG_RDX];
+	uint64_t cur = *mask_word(uc), want = 0, next = cur;
+	if (set) {
+		if (how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
+			return 0;
+		if (watch_sys_pread(S.mem_fd, &want, 8, set) != 8)
+			return 0;
+		next = how == SIG_BLOCK ? cur | want : how == SIG_UNBLOCK ? cur & ~want : want;
+	}
+	if (oset && watch_sys_pwrite(S.mem_fd, &cur, 8, oset) != 8)
+		return 0;
+	*mask_word(uc) = next & ~(sigbit(SIGTRAP) | sigbit(SIGKILL) | sigbit(SIGSTOP));
+	g[REG_RAX] = 0;
+	g[REG_RIP] = (greg_t)(rip + 2);
+	return 1;
+}
+
 /* A step trap on a thread being stepped: the pending instruction completed;
  * RIP is the next.  The same rules as code_step(). */
 static void tstep_trap(struct pt_tstep *t, ucontext_t *uc)
@@ -833,6 +862,10 @@ static void tstep_trap(struct pt_tstep *t, ucontext_t *uc)
 	}
 	t->pending = rip;
 	t->has_pending = 1;
+	if (tstep_emulate_sigprocmask(uc, rip)) {
+		tstep_report(t, rip, uc); /* the syscall, done here */
+		t->pending = rip + 2;
+	}
 }
 
 /* ---- chaining to the application's handlers ------------------------------- */
@@ -1871,6 +1904,11 @@ static inline void tf_off(void)
 	                 : "memory", "cc");
 }
 
+/* The calling thread's slot while it steps: stop runs stepped itself, so it
+ * must not search the slot table (every instruction of the search costs a
+ * trap). */
+static __thread struct pt_tstep *my_tstep;
+
 int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len)
 {
 	int err = ensure_init();
@@ -1906,6 +1944,7 @@ int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len)
 	t->fn = fn;
 	t->arg = arg;
 	t->has_pending = 1;
+	my_tstep = t;
 	atomic_store(&S.tstep_used, 1);
 	atomic_store(&t->active, 1);
 	/* The first trap comes after the instruction following popfq: that one
@@ -1916,9 +1955,10 @@ int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len)
 
 void watch_step_stop(void)
 {
-	struct pt_tstep *t = tstep_of(watch_sys_gettid());
+	struct pt_tstep *t = my_tstep;
 	if (!t)
 		return;
+	my_tstep = NULL;
 	/* Inactive first: a trap still due clears TF and frees the slot. */
 	atomic_store(&t->active, 0);
 	tf_off();

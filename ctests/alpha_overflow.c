@@ -1,0 +1,363 @@
+/*
+ * alpha21064 through the public PAPI API: overflow counts on loops whose
+ * instruction mix is known exactly (ctests/alpha_loops.S), handler PCs,
+ * PAPI_profil histograms, the per-OS interrupt frame, what is refused, and
+ * the overflow path under many start/stop cycles and a second thread.
+ *
+ *   alpha_overflow loads|profil|two|errors|cycles|threads
+ *
+ * Each mode runs in its own process: the emulated counters keep their
+ * residue from one run to the next, as the chip's did, so a mode's first run
+ * starts from an empty counter.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "heritage_test.h"
+
+long alpha_load_loop(const long *p, long n);
+void alpha_mix_loop(long *p, long n);
+extern const char alpha_load_loop_end[], alpha_mix_loop_end[];
+
+static long data[4] = { 1, 2, 3, 4 };
+
+#define MAX_CALLS 4096
+struct calls {
+	int n;
+	int eventset;
+	pid_t tid;
+	int foreign; /* calls from another thread or event set */
+	uintptr_t pc[MAX_CALLS];
+	long long vec[MAX_CALLS];
+	int frame_rc[MAX_CALLS];
+	struct papi_heritage_alpha21064_frame frame[MAX_CALLS];
+};
+
+static struct calls main_calls, thread_calls;
+static __thread struct calls *my_calls;
+
+static void handler(int EventSet, void *address, long long overflow_vector, void *context)
+{
+	struct calls *c = my_calls;
+	(void)context;
+	if (!c)
+		return;
+	if (EventSet != c->eventset || (pid_t)syscall(SYS_gettid) != c->tid)
+		c->foreign++;
+	if (c->n < MAX_CALLS) {
+		c->pc[c->n] = (uintptr_t)address;
+		c->vec[c->n] = overflow_vector;
+		c->frame_rc[c->n] = papi_heritage_alpha21064_frame(&c->frame[c->n]);
+	}
+	c->n++;
+}
+
+static int in_range(uintptr_t pc, const void *lo, const void *hi)
+{
+	return pc >= (uintptr_t)lo && pc < (uintptr_t)hi;
+}
+
+static int make_set(const char *e0, const char *e1)
+{
+	int es = PAPI_NULL;
+	CHECK_PAPI(PAPI_create_eventset(&es));
+	CHECK_PAPI(PAPI_add_named_event(es, e0));
+	if (e1)
+		CHECK_PAPI(PAPI_add_named_event(es, e1));
+	return es;
+}
+
+static int code_of(const char *name)
+{
+	int code = 0;
+	CHECK_PAPI(PAPI_event_name_to_code(name, &code));
+	return code;
+}
+
+static void begin_calls(struct calls *c, int es)
+{
+	memset(c, 0, sizeof *c);
+	c->eventset = es;
+	c->tid = (pid_t)syscall(SYS_gettid);
+	my_calls = c;
+}
+
+/* LOAD_INSNS at width 12 overflows exactly floor(n / 4096) times on n loads:
+ * n = 3 * 4096 + 1024, and the loads PAPI_start and PAPI_stop themselves make
+ * stay under the 1024 of slack. */
+static void test_loads(void)
+{
+	const long n = 3 * 4096 + 1024;
+	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_VMS));
+	int es = make_set("alpha21064:::LOAD_INSNS:width=12", NULL);
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::LOAD_INSNS:width=12"), 4096, 0, handler));
+	begin_calls(&main_calls, es);
+	long long v = -1;
+	CHECK_PAPI(PAPI_start(es));
+	long sum = alpha_load_loop(data, n);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("loop result", sum, n);
+	EXPECT_EQ("handler calls", main_calls.n, n / 4096);
+	EXPECT_EQ("PAPI_stop value (interrupts x 4096)", v, (n / 4096) * 4096);
+	EXPECT_EQ("calls from elsewhere", main_calls.foreign, 0);
+	for (int i = 0; i < main_calls.n && i < MAX_CALLS; i++) {
+		EXPECT_EQ("handler PC inside the loop", in_range(main_calls.pc[i], alpha_load_loop, alpha_load_loop_end), 1);
+		/* The load that carried: addq (%rdi),%rax, 7 bytes into the loop. */
+		EXPECT_EQ("handler PC is the load", main_calls.pc[i], (uintptr_t)alpha_load_loop + 7);
+		EXPECT_EQ("overflow vector", main_calls.vec[i], 1);
+		EXPECT_EQ("frame available", main_calls.frame_rc[i], PAPI_OK);
+		EXPECT_EQ("frame os", main_calls.frame[i].os, PAPI_HERITAGE_ALPHA_OS_VMS);
+		EXPECT_EQ("frame vector", main_calls.frame[i].vector, 0x650);
+		EXPECT_EQ("frame ipl", main_calls.frame[i].ipl, 29);
+		EXPECT_EQ("frame R4 = counter", main_calls.frame[i].r4, 0);
+		EXPECT_EQ("frame a0 undefined", main_calls.frame[i].a0, -1);
+		EXPECT_EQ("frame pc", main_calls.frame[i].pc, main_calls.pc[i]);
+	}
+	/* Outside a handler there is no frame. */
+	struct papi_heritage_alpha21064_frame f;
+	EXPECT_EQ("frame outside a handler", papi_heritage_alpha21064_frame(&f), PAPI_EINVAL);
+
+	/* The residue (1024 + the start/stop loads) stays in the counter: 3 x
+	 * 4096 + 3072 more loads make 4 interrupts, not the 3 an empty counter
+	 * would give; with a threshold of two periods, 2 handler calls. */
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::LOAD_INSNS:width=12"), 2 * 4096, 0, handler));
+	begin_calls(&main_calls, es);
+	CHECK_PAPI(PAPI_start(es));
+	alpha_load_loop(data, 3 * 4096 + 3072);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("second run: interrupts x 4096 (residue carried over)", v, 4 * 4096);
+	EXPECT_EQ("second run: handler calls at threshold 8192", main_calls.n, 2);
+}
+
+/* PAPI_profil: every sample lands on the loop's load instruction. */
+static void test_profil(void)
+{
+	const long n = 8 * 4096 + 1024;
+	unsigned short buf[64];
+	memset(buf, 0, sizeof buf);
+	int es = make_set("alpha21064:::LOAD_INSNS:width=12", NULL);
+	/* scale 65536: one 16-bit bucket per 2 bytes of code from the loop's start. */
+	CHECK_PAPI(PAPI_profil(buf, sizeof buf, (vptr_t)alpha_load_loop, 65536, es,
+	                       code_of("alpha21064:::LOAD_INSNS:width=12"), 4096, PAPI_PROFIL_POSIX));
+	long long v;
+	CHECK_PAPI(PAPI_start(es));
+	alpha_load_loop(data, n);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	unsigned total = 0;
+	for (unsigned i = 0; i < 64; i++)
+		total += buf[i];
+	EXPECT_EQ("samples in the loop's buckets", total, 8);
+	EXPECT_EQ("samples on addq (%rdi),%rax (bucket 3)", buf[3], 8);
+	EXPECT_EQ("PAPI_stop value", v, 8 * 4096);
+	printf("histogram: bucket 3 (loop+6..7) = %u of %u samples\n", buf[3], total);
+}
+
+/* Two events on the two counters overflow independently; the DIGITAL UNIX
+ * frame carries a0 = 4, a1 = 0x650, a2 = the counter. */
+static void test_two(void)
+{
+	long buf[2] = { 7, 0 };
+	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_UNIX));
+	EXPECT_EQ("os", papi_heritage_alpha21064_get_os(), PAPI_HERITAGE_ALPHA_OS_UNIX);
+	int es = make_set("alpha21064:::STORE_INSNS:width=8", "alpha21064:::LOAD_INSNS:width=12");
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::LOAD_INSNS:width=12"), 4096, 0, handler));
+	begin_calls(&main_calls, es);
+	long long v[2];
+	CHECK_PAPI(PAPI_start(es));
+	/* 4096 loads and 4096 stores: any 4096 consecutive events hold exactly
+	 * one multiple of 4096 and sixteen of 256, wherever the counters stood. */
+	alpha_mix_loop(buf, 4096);
+	CHECK_PAPI(PAPI_stop(es, v));
+	int stores = 0, loads = 0, outside = 0, outside_stores = 0, outside_loads = 0;
+	for (int i = 0; i < main_calls.n && i < MAX_CALLS; i++) {
+		EXPECT_EQ("frame a0", main_calls.frame[i].a0, 4);
+		EXPECT_EQ("frame a1", main_calls.frame[i].a1, 0x650);
+		EXPECT_EQ("frame ipl", main_calls.frame[i].ipl, 6);
+		EXPECT_EQ("frame a2 = the counter", main_calls.frame[i].a2, main_calls.vec[i] == 1 ? 1 : 0);
+		EXPECT_EQ("one counter per delivery", main_calls.vec[i] == 1 || main_calls.vec[i] == 2, 1);
+		if (!in_range(main_calls.pc[i], alpha_mix_loop, alpha_mix_loop_end)) {
+			/* PAPI_start's and PAPI_stop's own stores and loads. */
+			outside++;
+			outside_stores += main_calls.vec[i] == 1;
+			outside_loads += main_calls.vec[i] == 2;
+			continue;
+		}
+		if (main_calls.vec[i] == 1) { /* STORE_INSNS is position 0 */
+			stores++;
+			EXPECT_EQ("store overflow at the store", main_calls.pc[i], (uintptr_t)alpha_mix_loop + 8);
+		} else {
+			loads++;
+			EXPECT_EQ("load overflow at the load", main_calls.pc[i], (uintptr_t)alpha_mix_loop + 5);
+		}
+	}
+	EXPECT_EQ("store overflows in the loop", stores, 16);
+	EXPECT_EQ("load overflows in the loop", loads, 1);
+	EXPECT_EQ("overflows outside the loop: at most start's and stop's", outside <= 2, 1);
+	/* PAPI_stop's value: the interrupts up to its read. */
+	EXPECT_EQ("STORE_INSNS value >= loop's", v[0] >= 16 * 256 && v[0] <= (16 + outside_stores) * 256, 1);
+	EXPECT_EQ("LOAD_INSNS value", v[1] >= 4096 && v[1] <= (1 + outside_loads) * 4096, 1);
+	EXPECT_EQ("the loop ran", buf[1], 7);
+	printf("two counters: %d store and %d load overflows in the loop, %d outside\n", stores, loads, outside);
+}
+
+#define EXPECT_RC(what, call, want)                                                                \
+	do {                                                                                       \
+		int rc__ = (call);                                                                 \
+		EXPECT_EQ(what, rc__, want);                                                       \
+		if (rc__ != PAPI_OK)                                                               \
+			printf("  %s: %s -> %s\n", what, PAPI_strerror(rc__), papi_heritage_last_error()); \
+	} while (0)
+
+static void test_errors(void)
+{
+	int es = PAPI_NULL, code = 0;
+	CHECK_PAPI(PAPI_create_eventset(&es));
+	CHECK_PAPI(PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"));
+	EXPECT_RC("second event on counter 0", PAPI_add_named_event(es, "alpha21064:::BRANCH_INSNS"), PAPI_ECNFLCT);
+	EXPECT_EQ("message names the counter", strstr(papi_heritage_last_error(), "counter 0") != NULL, 1);
+	EXPECT_RC("no honest source", PAPI_add_named_event(es, "alpha21064:::DCACHE_MISSES"), PAPI_ENOSUPP);
+	EXPECT_EQ("message says why", strstr(papi_heritage_last_error(), "cache") != NULL, 1);
+	EXPECT_RC("PAL_MODE", PAPI_add_named_event(es, "alpha21064:::PAL_MODE"), PAPI_ENOSUPP);
+	EXPECT_RC("bad width", PAPI_event_name_to_code("alpha21064:::LOAD_INSNS:width=8", &code), PAPI_EINVAL);
+	EXPECT_RC("bad qualifier", PAPI_event_name_to_code("alpha21064:::LOAD_INSNS:foo=1", &code), PAPI_EINVAL);
+	int load = code_of("alpha21064:::LOAD_INSNS:width=12");
+	EXPECT_RC("threshold not a multiple of 4096", PAPI_overflow(es, load, 4000, 0, handler), PAPI_EINVAL);
+	EXPECT_EQ("message gives the period", strstr(papi_heritage_last_error(), "4096") != NULL, 1);
+	EXPECT_RC("threshold 6144", PAPI_overflow(es, load, 6144, 0, handler), PAPI_EINVAL);
+	EXPECT_RC("threshold 8192", PAPI_overflow(es, load, 8192, 0, handler), PAPI_OK);
+	EXPECT_RC("threshold 0 disarms", PAPI_overflow(es, load, 0, 0, handler), PAPI_OK);
+	int es2 = make_set("alpha21064:::LOAD_INSNS", NULL);
+	EXPECT_RC("width 16: 4096 is not a period", PAPI_overflow(es2, code_of("alpha21064:::LOAD_INSNS"), 4096, 0, handler),
+	          PAPI_EINVAL);
+	long long v = 123;
+	CHECK_PAPI(PAPI_start(es));
+	EXPECT_RC("PAPI_write", PAPI_write(es, &v), PAPI_ENOSUPP);
+	EXPECT_RC("PAPI_reset", PAPI_reset(es), PAPI_OK);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("no interrupt: 0", v, 0);
+	EXPECT_RC("unknown os", papi_heritage_alpha21064_set_os(7), PAPI_EINVAL);
+	struct papi_heritage_event_facts facts;
+	CHECK_PAPI(papi_heritage_event_facts(load, &facts));
+	EXPECT_EQ("caps", facts.caps, PAPI_HERITAGE_CAP_OVERFLOW | PAPI_HERITAGE_CAP_PROFILE | PAPI_HERITAGE_CAP_UNREADABLE);
+	EXPECT_EQ("LOAD_INSNS measured", facts.source, PAPI_HERITAGE_MEASURED);
+	CHECK_PAPI(papi_heritage_event_facts(code_of("alpha21064:::CYCLES"), &facts));
+	EXPECT_EQ("CYCLES modelled", facts.source, PAPI_HERITAGE_MODELLED);
+	CHECK_PAPI(papi_heritage_event_facts(code_of("alpha21064:::EXTERNAL_1"), &facts));
+	EXPECT_EQ("EXTERNAL_1 unavailable", facts.source, PAPI_HERITAGE_UNAVAILABLE);
+}
+
+/* The overflow path survives many start/stop cycles: every cycle runs 16
+ * stores with an overflow armed on counter 1 at width 8.  PAPI_stop's value
+ * counts the interrupts up to its read; an interrupt raised by PAPI_stop's
+ * own stores after that read is still delivered. */
+static void test_cycles(int cycles)
+{
+	long buf[2] = { 1, 0 };
+	int es = make_set("alpha21064:::STORE_INSNS:width=8", NULL);
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
+	begin_calls(&main_calls, es);
+	long long total = 0, v;
+	for (int i = 0; i < cycles; i++) {
+		CHECK_PAPI(PAPI_start(es));
+		alpha_mix_loop(buf, 16);
+		CHECK_PAPI(PAPI_stop(es, &v));
+		if (v % 256 != 0)
+			EXPECT_EQ("value a multiple of 256", v % 256, 0);
+		total += v;
+	}
+	long long calls = main_calls.n;
+	EXPECT_EQ("values <= deliveries x 256", total <= calls * 256, 1);
+	EXPECT_EQ("at most one delivery per cycle after the read", total >= (calls - cycles) * 256, 1);
+	EXPECT_EQ("calls from elsewhere", main_calls.foreign, 0);
+	EXPECT_EQ("at least the loop's 16 stores per cycle carried", calls >= (long long)cycles * 16 / 256, 1);
+	printf("%d start/stop cycles: %lld overflows delivered, sum of values %lld\n", cycles, calls, total);
+}
+
+static void *second_thread(void *arg)
+{
+	long buf[2] = { 3, 0 };
+	(void)arg;
+	CHECK_PAPI(PAPI_register_thread());
+	int es = make_set("alpha21064:::STORE_INSNS:width=8", NULL);
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
+	begin_calls(&thread_calls, es);
+	long long v;
+	CHECK_PAPI(PAPI_start(es));
+	alpha_mix_loop(buf, 2048);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("thread: STORE_INSNS value", v >= 8 * 256 && v <= 10 * 256, 1);
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	CHECK_PAPI(PAPI_destroy_eventset(&es));
+	CHECK_PAPI(PAPI_unregister_thread());
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	CHECK_PAPI(PAPI_thread_init((unsigned long (*)(void))pthread_self));
+	const long n = 2 * 4096 + 1024;
+	int es = make_set("alpha21064:::LOAD_INSNS:width=12", NULL);
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::LOAD_INSNS:width=12"), 4096, 0, handler));
+	begin_calls(&main_calls, es);
+	pthread_t t;
+	long long v;
+	CHECK_PAPI(PAPI_start(es));
+	if (pthread_create(&t, NULL, second_thread, NULL) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		exit(1);
+	}
+	alpha_load_loop(data, n);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	pthread_join(t, NULL);
+	EXPECT_EQ("main: handler calls", main_calls.n, 2);
+	EXPECT_EQ("main: value", v, 2 * 4096);
+	EXPECT_EQ("main: calls from elsewhere", main_calls.foreign, 0);
+	EXPECT_EQ("thread: calls from elsewhere", thread_calls.foreign, 0);
+	int inside = 0;
+	for (int i = 0; i < thread_calls.n && i < MAX_CALLS; i++)
+		inside += in_range(thread_calls.pc[i], alpha_mix_loop, alpha_mix_loop_end);
+	/* 2048 stores: exactly 8 carries at 256 inside the loop; start and stop
+	 * (the thread's first, with lazy binding) may add up to two. */
+	EXPECT_EQ("thread: overflows in its loop", inside, 8);
+	EXPECT_EQ("thread: overflows outside", thread_calls.n - inside <= 2, 1);
+	for (int i = 0; i < main_calls.n && i < MAX_CALLS; i++)
+		EXPECT_EQ("main: PC in its loop", in_range(main_calls.pc[i], alpha_load_loop, alpha_load_loop_end), 1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "loads";
+	int rc = PAPI_library_init(PAPI_VER_CURRENT);
+	if (rc != PAPI_VER_CURRENT) {
+		fprintf(stderr, "PAPI_library_init: %d (%s)\n", rc, PAPI_strerror(rc));
+		return 1;
+	}
+	if (PAPI_get_component_index("alpha21064") < 0) {
+		fprintf(stderr, "the alpha21064 component is not compiled into this libpapi\n");
+		return 1;
+	}
+	if (!strcmp(mode, "loads"))
+		test_loads();
+	else if (!strcmp(mode, "profil"))
+		test_profil();
+	else if (!strcmp(mode, "two"))
+		test_two();
+	else if (!strcmp(mode, "errors"))
+		test_errors();
+	else if (!strcmp(mode, "cycles"))
+		test_cycles(argc > 2 ? atoi(argv[2]) : 10000);
+	else if (!strcmp(mode, "threads"))
+		test_threads();
+	else {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		return 2;
+	}
+	return heritage_test_done(mode);
+}
