@@ -123,11 +123,15 @@ int rpm_mesh_leave(void);
 int rpm_mesh_send(int dst_node, unsigned long bytes);
 
 /* Pulls this file's mapping code into statically linked programs and maps
- * the pages before main(), as the Paragon's kernel did for every task. */
+ * the pages before main(), as the Paragon's kernel did for every task that
+ * uses them.  Not in libpapi itself (RPM_NO_STARTUP_MAP): a program that
+ * never includes this header gets no fixed mapping and no handlers. */
+#ifndef RPM_NO_STARTUP_MAP
 static __attribute__((constructor, used)) void rpm_map_at_startup_(void)
 {
 	(void)rpm_map();
 }
+#endif
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@
  * application replace ours: a program that installs its own SIGSEGV handler
  * must call the previous one for faults in these pages (paragon_rpm(3)).
  */
+#define RPM_NO_STARTUP_MAP
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
@@ -80,6 +81,7 @@ static struct {
 static __thread unsigned stepping __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t map_once = PTHREAD_ONCE_INIT;
+static pthread_once_t base_once = PTHREAD_ONCE_INIT;
 
 static void lock(void)
 {
@@ -190,11 +192,11 @@ static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns
 	}
 }
 
-static void init_once(void);
+static void base_init(void);
 
 int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns)
 {
-	pthread_once(&map_once, init_once);
+	pthread_once(&base_once, base_init);
 	sigset_t all, old;
 	/* No handler of ours may run in this thread while it holds the lock. */
 	sigfillset(&all);
@@ -214,7 +216,7 @@ unsigned rpm_view_node(void)
 
 unsigned rpm_cpu_count(void)
 {
-	pthread_once(&map_once, init_once);
+	pthread_once(&base_once, base_init);
 	return P.ncpus;
 }
 
@@ -268,7 +270,7 @@ static int reset_locked(unsigned node)
 
 int rpm_reset_node(unsigned node)
 {
-	pthread_once(&map_once, init_once);
+	pthread_once(&base_once, base_init);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -427,7 +429,11 @@ static int map_fixed(int fd, uintptr_t at, size_t len, const char *what)
 	return 0;
 }
 
-static void init_once(void)
+/* What every user needs (the PAPI component too): CPUs, clock tick, the
+ * host's shared state.  No mapping and no signal handler: those are for
+ * programs that use the legacy pages (rpm_map), not for every program that
+ * links libpapi. */
+static void base_init(void)
 {
 	P.clk_tck = sysconf(_SC_CLK_TCK);
 	if (P.clk_tck <= 0)
@@ -435,6 +441,11 @@ static void init_once(void)
 	enumerate_cpus();
 	/* Opened here, not in a handler: opening allocates and may wait. */
 	(void)host_or_null();
+}
+
+static void init_once(void)
+{
+	pthread_once(&base_once, base_init);
 	const char *m = heritage_env("PARAGON_RPM", "MAP");
 	if (m && strcmp(m, "0") == 0) {
 		P.map_err = heritage_fail(-ENOTSUP, "paragon_rpm: PAPI_HERITAGE_PARAGON_RPM_MAP=0: the RPM pages are not mapped");
