@@ -274,3 +274,60 @@ int rpm_parse_netdev(const char *text, struct rpm_host_sample *s)
 	}
 	return 0;
 }
+
+/* ---- TSC clock ------------------------------------------------------------- */
+
+static uint64_t slope(uint64_t dns, uint64_t dtsc)
+{
+	return (uint64_t)(((unsigned __int128)dns << 32) / dtsc);
+}
+
+static void set_interval(struct rpm_tsc_clock *c, uint64_t ns)
+{
+	c->interval_ns = ns;
+	c->interval = c->rate ? (uint64_t)(((unsigned __int128)ns << 32) / c->rate) : 1;
+	if (c->interval == 0)
+		c->interval = 1;
+}
+
+int rpm_tsc_clock_init(struct rpm_tsc_clock *c, uint64_t tsc_a, uint64_t ns_a, uint64_t tsc_b, uint64_t ns_b)
+{
+	if (tsc_b <= tsc_a || ns_b <= ns_a)
+		return -1;
+	c->tsc0 = tsc_a;
+	c->ns0 = ns_a;
+	c->tsc_base = tsc_b;
+	c->ns_base = ns_b;
+	c->rate = c->mult = slope(ns_b - ns_a, tsc_b - tsc_a);
+	if (c->rate == 0)
+		return -1;
+	/* The first slope comes from a short measurement: re-anchor soon, and
+	 * double the interval as the measurement lengthens. */
+	set_interval(c, RPM_TSC_FIRST_INTERVAL_NS);
+	return 0;
+}
+
+void rpm_tsc_clock_anchor(struct rpm_tsc_clock *c, uint64_t tsc, uint64_t ns)
+{
+	uint64_t here = rpm_tsc_clock_ns(c, tsc) + RPM_TSC_GUARD_NS;
+
+	if (ns > here + RPM_TSC_STEP_NS || here > ns + RPM_TSC_STEP_NS || tsc <= c->tsc0) {
+		/* A step (suspend, or a TSC that is not what we thought): keep the
+		 * slope, measure it afresh from here. */
+		c->tsc0 = tsc;
+		c->ns0 = ns;
+	} else if (ns > c->ns0) {
+		c->rate = slope(ns - c->ns0, tsc - c->tsc0);
+	}
+	/* Never backwards: start where the old anchor had got to if the clock
+	 * is behind it, and slew so as to meet the clock at the next anchor. */
+	uint64_t base = ns > here ? ns : here;
+	uint64_t next = c->interval_ns * 2 < RPM_TSC_MAX_INTERVAL_NS ? c->interval_ns * 2 : RPM_TSC_MAX_INTERVAL_NS;
+	set_interval(c, next);
+	uint64_t ahead = base - ns;
+	uint64_t fix = c->interval ? (uint64_t)(((unsigned __int128)ahead << 32) / c->interval) : 0;
+	uint64_t max_fix = c->rate / 1000000 * RPM_TSC_SLEW_PPM;
+	c->mult = c->rate - (fix < max_fix ? fix : max_fix);
+	c->tsc_base = tsc;
+	c->ns_base = base;
+}

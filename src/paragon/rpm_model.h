@@ -32,6 +32,55 @@ static inline double rpm_ticks_to_seconds(uint64_t ticks)
 {
 	return (double)(ticks & RPM_DCLOCK_MASK) * (1.0 / (double)RPM_TIME_HZ);
 }
+/* rpm_time from the TSC.  PAPI_read of rpm_time must cost well under the
+ * vDSO clock (~18 ns here) to be 20x cheaper than a perf read, and rdtsc is
+ * ~8 ns.  The TSC is converted with an anchor (tsc_base -> ns_base) and a
+ * slope (mult, ns per TSC tick << 32) that rpm_tsc_clock_anchor() refreshes
+ * from CLOCK_BOOTTIME at least every RPM_TSC_MAX_INTERVAL_NS.  Guarantees
+ * (checked with a simulated TSC in test_paragon.c):
+ *  - never backwards: each anchor starts at or above where the previous one
+ *    had got to (plus RPM_TSC_GUARD_NS, which covers a reader that used the
+ *    old anchor while a new one was being published);
+ *  - error against CLOCK_BOOTTIME bounded by GUARD + the slope's error over
+ *    one interval (the slope is measured over the whole time since the last
+ *    step, so it is the clock's average rate, which NTP may slew by up to
+ *    500 ppm either way: 500 ppm x 10 ms = 5 us, twice that if the slew
+ *    reverses): about 10 us worst case (9.5 us in the simulation), far
+ *    inside the 100 us asked;
+ *  - a step of the clock (suspend: CLOCK_BOOTTIME counts it, the TSC may
+ *    not) is taken forward at the next anchor, and restarts the slope's
+ *    measurement; a TSC running ahead of the clock is slewed back by at most
+ *    RPM_TSC_SLEW_PPM, never stepped back. */
+#define RPM_TSC_MAX_INTERVAL_NS 10000000ULL
+#define RPM_TSC_FIRST_INTERVAL_NS 100000ULL
+#define RPM_TSC_GUARD_NS 1000ULL
+#define RPM_TSC_STEP_NS 1000000ULL
+#define RPM_TSC_SLEW_PPM 10000ULL /* 1% */
+struct rpm_tsc_clock {
+	uint64_t tsc0, ns0;          /* start of the slope's measurement */
+	uint64_t tsc_base, ns_base;  /* the anchor */
+	uint64_t mult;               /* ns per tick << 32, slewed */
+	uint64_t rate;               /* ns per tick << 32, measured */
+	uint64_t interval;           /* ticks after tsc_base when the next anchor is due */
+	uint64_t interval_ns;
+};
+/* From two (tsc, CLOCK_BOOTTIME ns) readings some time apart. 0, or -1 if
+ * they do not describe a clock running forward. */
+int rpm_tsc_clock_init(struct rpm_tsc_clock *c, uint64_t tsc_a, uint64_t ns_a, uint64_t tsc_b, uint64_t ns_b);
+/* ns at tsc (a TSC before the anchor, as another CPU's may read, gives the
+ * anchor's ns: never earlier). */
+static inline uint64_t rpm_tsc_clock_ns(const struct rpm_tsc_clock *c, uint64_t tsc)
+{
+	uint64_t d = tsc > c->tsc_base ? tsc - c->tsc_base : 0;
+	return c->ns_base + (uint64_t)(((unsigned __int128)d * c->mult) >> 32);
+}
+static inline int rpm_tsc_clock_due(const struct rpm_tsc_clock *c, uint64_t tsc)
+{
+	return tsc - c->tsc_base >= c->interval; /* also a TSC before the anchor */
+}
+/* A new anchor from a (tsc, CLOCK_BOOTTIME ns) reading. */
+void rpm_tsc_clock_anchor(struct rpm_tsc_clock *c, uint64_t tsc, uint64_t ns);
+
 /* The raw count in the bits of a double, as rpm_time holds it. */
 double rpm_timer_from_ticks(uint64_t ticks);
 uint64_t rpm_timer_to_ticks(double timer);

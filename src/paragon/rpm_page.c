@@ -48,6 +48,7 @@
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "i860paragon/rpm.h"
+#include "paragon/rpm_clock.h"
 #include "paragon/rpm_page.h"
 
 #define PAGE 4096UL
@@ -99,11 +100,6 @@ static uint64_t boot_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t rpm_now_ticks(void)
-{
-	return rpm_ticks_from_ns(boot_ns());
 }
 
 HERITAGE_PUBLIC double dclock(void)
@@ -234,7 +230,7 @@ static void fill_rpm_locked(void)
 	live_locked(&live_scratch, now, 1000000);
 	rpm_node_counts(node, &live_scratch, cum);
 	P.rpm_fill->rpm_control = 0;
-	P.rpm_fill->rpm_time = rpm_timer_from_ticks(rpm_ticks_from_ns(now));
+	P.rpm_fill->rpm_time = rpm_timer_from_ticks(rpm_now_ticks());
 	volatile unsigned int *regs[RPM_NCOUNTERS] = {
 		&P.rpm_fill->rpm_cpu0, &P.rpm_fill->rpm_cpu1, &P.rpm_fill->rpm_ltu, &P.rpm_fill->rpm_exp,
 		&P.rpm_fill->rpm_north, &P.rpm_fill->rpm_south, &P.rpm_fill->rpm_east, &P.rpm_fill->rpm_west,
@@ -435,6 +431,8 @@ static int map_fixed(int fd, uintptr_t at, size_t len, const char *what)
  * links libpapi. */
 static void base_init(void)
 {
+	/* Chooses and calibrates rpm_time's clock here, not in a handler. */
+	(void)rpm_clock_ns();
 	P.clk_tck = sysconf(_SC_CLK_TCK);
 	if (P.clk_tck <= 0)
 		P.clk_tck = 100;

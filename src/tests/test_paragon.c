@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,74 @@ START_TEST(test_proc_parsers)
 }
 END_TEST
 
+/* A simulated machine: a 2.6 GHz TSC, and CLOCK_BOOTTIME that NTP slews by
+ * +-500 ppm (its limit), read with up to 40 ns of jitter, and that jumps 30 s
+ * forward once (a suspend the TSC did not see).  Readings every 3..3000 us of
+ * TSC for 20 s: never backwards, always within 100 us of the clock (and in
+ * fact within the ~7 us rpm_model.h promises), and caught up after the jump
+ * at the first anchor. */
+static uint64_t sim_clock(uint64_t tsc, uint64_t jump_at, uint64_t jump_ns)
+{
+	/* ns = tsc / 2.6, slewed +500 ppm in odd seconds, -500 ppm in even. */
+	double t = (double)tsc / 2.6;
+	double sec = t / 1e9;
+	uint64_t whole = (uint64_t)sec;
+	double slewed = 0;
+	for (uint64_t k = 0; k < whole; k++)
+		slewed += (k & 1 ? 5e-4 : -5e-4) * 1e9;
+	slewed += (whole & 1 ? 5e-4 : -5e-4) * (t - (double)whole * 1e9);
+	return 5000000000ULL + (uint64_t)(t + slewed) + (tsc >= jump_at ? jump_ns : 0);
+}
+
+START_TEST(test_tsc_clock)
+{
+	const uint64_t jump_at = 26000000000ULL, jump_ns = 30000000000ULL; /* at 10 s, 30 s */
+	uint64_t x = 0x9e3779b97f4a7c15ULL, tsc = 1000000, prev = 0;
+	struct rpm_tsc_clock c;
+	double worst = 0;
+	int anchors = 0, after_jump_checked = 0;
+
+	ck_assert(rpm_tsc_clock_init(&c, 1000, 5, 1000, 5) == -1);
+	ck_assert(rpm_tsc_clock_init(&c, tsc, sim_clock(tsc, jump_at, jump_ns), tsc + 130000,
+	                             sim_clock(tsc + 130000, jump_at, jump_ns)) == 0);
+	tsc += 130000;
+	while (tsc < 52000000000ULL) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		tsc += 7800 + x % 7800000;
+		if (rpm_tsc_clock_due(&c, tsc)) {
+			uint64_t jitter = (x >> 20) % 40;
+			rpm_tsc_clock_anchor(&c, tsc, sim_clock(tsc, jump_at, jump_ns) + jitter);
+			anchors++;
+		}
+		uint64_t v = rpm_tsc_clock_ns(&c, tsc), truth = sim_clock(tsc, jump_at, jump_ns);
+		ck_assert_msg(v >= prev, "backwards at tsc %llu: %llu after %llu", (unsigned long long)tsc,
+		              (unsigned long long)v, (unsigned long long)prev);
+		prev = v;
+		double err = (double)v - (double)truth;
+		if (tsc >= jump_at && c.tsc_base < jump_at) {
+			/* Readings after the jump but before the next anchor (at
+			 * most one 10 ms interval) are still on the old anchor. */
+			ck_assert(err < 0 && err > -(double)jump_ns - 2e7);
+			continue;
+		}
+		if (tsc >= jump_at)
+			after_jump_checked = 1;
+		if (err < 0)
+			err = -err;
+		if (err > worst)
+			worst = err;
+		ck_assert_msg(err < 100000, "%.0f ns off at tsc %llu", err, (unsigned long long)tsc);
+	}
+	ck_assert(after_jump_checked);
+	ck_assert_msg(worst < 15000, "worst error %.0f ns", worst);
+	fprintf(stderr, "tsc clock: worst error %.0f ns over %d anchors\n", worst, anchors);
+	ck_assert_msg(anchors > 1500 && anchors <= 2000, "%d anchors in 20 s (10 ms apart, at the first reading after)", anchors);
+	/* A TSC read on another CPU a little behind the anchor: the anchor's ns. */
+	ck_assert(rpm_tsc_clock_ns(&c, c.tsc_base - 100) == c.ns_base);
+	ck_assert(rpm_tsc_clock_due(&c, c.tsc_base - 100));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("paragon");
@@ -202,6 +271,7 @@ int main(void)
 	tcase_add_test(tc, test_mesh_routes_4x4);
 	tcase_add_test(tc, test_mesh_parse);
 	tcase_add_test(tc, test_proc_parsers);
+	tcase_add_test(tc, test_tsc_clock);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,154 @@
+/*
+ * rpm_time's clock: the TSC, converted with the anchor of rpm_model.h's
+ * struct rpm_tsc_clock, so that a read is an rdtsc and a multiply (no
+ * system call, no vDSO call).  Used only where the kernel itself trusts the
+ * TSC (constant_tsc, nonstop_tsc, clocksource tsc); otherwise, or with
+ * PAPI_HERITAGE_PARAGON_RPM_CLOCK=vdso, CLOCK_BOOTTIME directly.
+ *
+ * Readers never wait: the anchor is kept twice (a latch, as the kernel's
+ * timekeeping does), the writer updating one copy while readers use the
+ * other, and a reader retries only if the sequence moved during its read.
+ * One thread at a time re-anchors (a trylock; the others extrapolate from the
+ * current anchor), so a signal handler that reads the clock while its thread
+ * is re-anchoring neither waits nor deadlocks.  A per-thread last value makes
+ * one thread's readings monotonic even if another thread was preempted in
+ * the middle of publishing an anchor.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include "common/heritage_env.h"
+#include "paragon/rpm_clock.h"
+#include "paragon/rpm_page.h"
+
+enum { MODE_UNSET, MODE_VDSO, MODE_TSC };
+
+static struct {
+	atomic_int mode;
+	atomic_uint seq;
+	atomic_flag writer;
+	struct rpm_tsc_clock c[2];
+} K = { .writer = ATOMIC_FLAG_INIT };
+
+static __thread uint64_t last_ns __attribute__((tls_model("initial-exec")));
+
+uint64_t rpm_clock_boottime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Does /proc/cpuinfo list both flags, and does the kernel keep time with
+ * the TSC (it would not if it had found it unstable)? */
+static int tsc_trusted(void)
+{
+	char line[4096];
+	int constant = 0, nonstop = 0, clocksource = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (f) {
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "flags", 5) == 0) {
+				constant = strstr(line, " constant_tsc") != NULL;
+				nonstop = strstr(line, " nonstop_tsc") != NULL;
+				break;
+			}
+		fclose(f);
+	}
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (f) {
+		clocksource = fgets(line, sizeof line, f) && strncmp(line, "tsc\n", 4) == 0;
+		fclose(f);
+	}
+	return constant && nonstop && clocksource;
+}
+
+static int choose_mode(void)
+{
+	const char *v = heritage_env("PARAGON_RPM", "CLOCK");
+	if ((v && strcmp(v, "vdso") == 0) || !tsc_trusted())
+		return MODE_VDSO;
+	/* The first slope from 50 us of both clocks: good to ~1e-3, enough for
+	 * the first 100 us interval; later anchors measure it over longer. */
+	uint64_t t0 = __rdtsc(), n0 = rpm_clock_boottime_ns(), t1, n1;
+	do {
+		t1 = __rdtsc();
+		n1 = rpm_clock_boottime_ns();
+	} while (n1 - n0 < 50000);
+	struct rpm_tsc_clock c;
+	if (rpm_tsc_clock_init(&c, t0, n0, t1, n1) != 0)
+		return MODE_VDSO;
+	if (atomic_flag_test_and_set_explicit(&K.writer, memory_order_acquire))
+		return MODE_UNSET; /* another thread is initialising: let it */
+	K.c[0] = K.c[1] = c;
+	atomic_flag_clear_explicit(&K.writer, memory_order_release);
+	return MODE_TSC;
+}
+
+/* 1 if it re-anchored, 0 if another thread (or this one, under a signal
+ * handler) is at it: the current anchor still holds for a while. */
+static int reanchor(void)
+{
+	if (atomic_flag_test_and_set_explicit(&K.writer, memory_order_acquire))
+		return 0;
+	unsigned s = atomic_load_explicit(&K.seq, memory_order_relaxed);
+	struct rpm_tsc_clock c = K.c[s & 1];
+	/* The TSC read between two clock reads, matched to their midpoint. */
+	uint64_t n0 = rpm_clock_boottime_ns(), t = __rdtsc(), n1 = rpm_clock_boottime_ns();
+	rpm_tsc_clock_anchor(&c, t, n0 + (n1 - n0) / 2);
+	/* The latch: readers move to the other copy while this one changes. */
+	atomic_store_explicit(&K.seq, s + 1, memory_order_release);
+	atomic_thread_fence(memory_order_release);
+	K.c[s & 1] = c;
+	atomic_store_explicit(&K.seq, s + 2, memory_order_release);
+	atomic_thread_fence(memory_order_release);
+	K.c[(s + 1) & 1] = c;
+	atomic_flag_clear_explicit(&K.writer, memory_order_release);
+	return 1;
+}
+
+uint64_t rpm_clock_ns(void)
+{
+	int mode = atomic_load_explicit(&K.mode, memory_order_relaxed);
+	if (__builtin_expect(mode != MODE_TSC, 0)) {
+		if (mode == MODE_UNSET) {
+			mode = choose_mode();
+			if (mode != MODE_UNSET)
+				atomic_store_explicit(&K.mode, mode, memory_order_release);
+		}
+		if (mode != MODE_TSC)
+			return rpm_clock_boottime_ns();
+	}
+	uint64_t ns;
+	for (;;) {
+		unsigned s = atomic_load_explicit(&K.seq, memory_order_acquire);
+		const struct rpm_tsc_clock *c = &K.c[s & 1];
+		uint64_t t = __rdtsc();
+		if (__builtin_expect(rpm_tsc_clock_due(c, t), 0) && reanchor())
+			continue;
+		ns = rpm_tsc_clock_ns(c, t);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&K.seq, memory_order_relaxed) == s)
+			break;
+	}
+	if (__builtin_expect(ns < last_ns, 0))
+		ns = last_ns;
+	last_ns = ns;
+	return ns;
+}
+
+const char *rpm_clock_source(void)
+{
+	(void)rpm_clock_ns();
+	return atomic_load(&K.mode) == MODE_TSC ? "tsc" : "vdso";
+}
+
+/* Here rather than in rpm_page.c so that PAPI_read of rpm_time is one call
+ * deep into the clock (the compiler inlines rpm_clock_ns). */
+uint64_t rpm_now_ticks(void)
+{
+	return rpm_ticks_from_ns(rpm_clock_ns());
+}
