@@ -177,10 +177,16 @@ static int rpm_ntv_code_to_descr(unsigned code, char *descr, int len)
 
 	if (!e)
 		return PAPI_ENOEVNT;
+	const char *why;
+	/* A kernel counter refused here turns the event unavailable: say so. */
+	int refused = rpm_event_source(e, &why) == RPM_UNAVAILABLE && e->source != RPM_UNAVAILABLE;
+	char d[PAPI_HUGE_STR_LEN];
+	snprintf(d, sizeof d, "%s%s%s%s", e->desc, refused ? " [unavailable here: " : "", refused ? why : "",
+	         refused ? "]" : "");
 	if (RPM_CODE_CPU(code))
-		snprintf(descr, (size_t)len, "%s masks:CPU %u only", e->desc, RPM_CODE_CPU(code) - 1);
+		snprintf(descr, (size_t)len, "%s masks:CPU %u only", d, RPM_CODE_CPU(code) - 1);
 	else
-		snprintf(descr, (size_t)len, "%s", e->desc);
+		snprintf(descr, (size_t)len, "%s", d);
 	return PAPI_OK;
 }
 
@@ -214,7 +220,7 @@ int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_fact
 	if (!e)
 		return PAPI_ENOEVNT;
 	facts->caps = 0;
-	facts->source = sources[e->source];
+	facts->source = sources[rpm_event_source(e, NULL)];
 	return PAPI_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "common/heritage_error.h"
 #include "paragon/rpm_events.h"
 #include "paragon/rpm_page.h"
+#include "paragon/rpm_perf.h"
 
 #define CYCLES "cycles (50 MHz bus)"
 #define UNITS64 "64-byte units"
@@ -36,11 +37,13 @@ const struct rpm_event rpm_events[] = {
 	{ .name = "rpms_idle", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_IDLE, .per_cpu = 1, .fp64 = 1,
 	  .desc = "seconds the CPU was idle, FP64 (/proc/stat idle+iowait); :cpu=N, else the sum over CPUs [measured]" },
 	SOFT("rpms_alltraps", RPM_K_ALLTRAPS, RPM_MODELLED,
-	     "traps: the sum of the trap classes that have a source here (rpms_int) [modelled]"),
-	NONE("rpms_it", "trap instructions (system calls)"),
+	     "traps: the sum of the trap classes that have a source here (rpms_int + rpms_it + rpms_dat) [modelled]"),
+	SOFT("rpms_it", RPM_K_SYSCALLS, RPM_MEASURED,
+	     "trap instructions (system calls): tracepoint raw_syscalls:sys_enter counted on the CPU [measured]"),
 	SOFT("rpms_int", RPM_K_INT, RPM_MEASURED, "interrupts on the CPU (/proc/interrupts column) [measured]"),
-	NONE("rpms_iat", "instruction access traps"),
-	NONE("rpms_dat", "data access traps"),
+	NONE("rpms_iat", "instruction access traps (counting cannot tell instruction fetch faults from data faults)"),
+	SOFT("rpms_dat", RPM_K_FAULTS, RPM_MODELLED,
+	     "data access traps: every page fault on the CPU (perf PAGE_FAULTS), instruction fetch faults included [modelled]"),
 	NONE("rpms_ft", "floating point traps"),
 	NONE("rpms_datld", "data access traps on ld.x"),
 	NONE("rpms_datst", "data access traps on st.x"),
@@ -52,9 +55,11 @@ const struct rpm_event rpm_events[] = {
 	NONE("rpms_notref", "page faults for an access to an unreferenced page while locked"),
 	NONE("rpms_notwr", "page faults for a store to a read-only page"),
 	NONE("rpms_pdenotu", "page directory entry access violations"),
-	NONE("rpms_ptenotu", "page table entry access violations"),
+	SOFT("rpms_ptenotu", RPM_K_UNRESOLVED, RPM_MODELLED,
+	     "page table entry access violations: page faults the kernel did not resolve (perf PAGE_FAULTS - MIN - MAJ: SIGSEGV, SIGBUS, EFAULT), PDE faults included [modelled]"),
 	NONE("rpms_pdenotp", "page directory entry invalid traps"),
-	NONE("rpms_ptenotp", "page table entry invalid traps"),
+	SOFT("rpms_ptenotp", RPM_K_RESOLVED, RPM_MODELLED,
+	     "page table entry invalid traps: page faults the kernel resolved (perf PAGE_FAULTS_MIN + _MAJ), write-protect (COW, dirty tracking) and PDE faults included [modelled]"),
 	NONE("rpms_lockseq", "traps while in a locked sequence"),
 	NONE("rpms_lockres", "restarted locked sequences"),
 	NONE("rpms_lockexp", "expired locked sequences"),
@@ -74,6 +79,29 @@ const unsigned rpm_nevents = sizeof rpm_events / sizeof rpm_events[0];
 const char *rpm_source_name(enum rpm_source s)
 {
 	return s == RPM_MEASURED ? "measured" : s == RPM_MODELLED ? "modelled" : "unavailable";
+}
+
+enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	*why = "";
+	(void)rpm_cpu_count(); /* opens the kernel counters */
+	switch (e->kind) {
+	case RPM_K_SYSCALLS:
+		return rpm_perf_status(RPM_SYSCALLS, why) ? RPM_UNAVAILABLE : e->source;
+	case RPM_K_FAULTS:
+		return rpm_perf_status(RPM_PF_ALL, why) ? RPM_UNAVAILABLE : e->source;
+	case RPM_K_RESOLVED:
+	case RPM_K_UNRESOLVED:
+		if (rpm_perf_status(RPM_PF_ALL, why) || rpm_perf_status(RPM_PF_MIN, why) ||
+		    rpm_perf_status(RPM_PF_MAJ, why))
+			return RPM_UNAVAILABLE;
+		return e->source;
+	default:
+		return e->source;
+	}
 }
 
 const struct rpm_event *rpm_event_of(unsigned code)
@@ -143,11 +171,12 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 		const struct rpm_event *e = rpm_event_of(codes[i]);
 		if (!e)
 			return heritage_fail(-ENOENT, "paragon_rpm: no event with code %#x", codes[i]);
-		if (e->source == RPM_UNAVAILABLE && !rpm_model_allowed())
+		const char *why;
+		if (rpm_event_source(e, &why) == RPM_UNAVAILABLE && !rpm_model_allowed())
 			return heritage_fail(-ENOTSUP,
-			                     "paragon_rpm: %s has no honest source on this machine (the model would count 0); "
+			                     "paragon_rpm: %s has no honest source on this machine%s%s (the model would count 0); "
 			                     "set PAPI_HERITAGE_PARAGON_RPM_MODEL=1 to count it anyway",
-			                     e->name);
+			                     e->name, *why ? ": " : "", why);
 		if (e->kind != RPM_K_TIME && e->kind != RPM_K_TIME_S && e->kind != RPM_K_ZERO &&
 		    !(e->kind == RPM_K_COUNTER && e->counter >= RPM_NORTH))
 			need_live = 1;
@@ -184,10 +213,34 @@ static void current(const struct rpm_set *s, unsigned i, const struct rpm_live *
 			*seconds += live->idle_s[c];
 		break;
 	case RPM_K_INT:
-	case RPM_K_ALLTRAPS:
 		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
 			*count += live->interrupts[c];
 		break;
+	case RPM_K_ALLTRAPS:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->interrupts[c] + live->syscalls[c] + live->faults[c];
+		break;
+	case RPM_K_SYSCALLS:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->syscalls[c];
+		break;
+	case RPM_K_FAULTS:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->faults[c];
+		break;
+	case RPM_K_RESOLVED:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->faults_resolved[c];
+		break;
+	case RPM_K_UNRESOLVED: {
+		/* Summed before the difference: a fault resolved on another CPU
+		 * than the one it was counted on cancels out in the sum. */
+		uint64_t all = 0, resolved = 0;
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			all += live->faults[c], resolved += live->faults_resolved[c];
+		*count = rpm_unresolved_faults(all, resolved);
+		break;
+	}
 	case RPM_K_ZERO:
 		break;
 	}

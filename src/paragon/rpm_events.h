@@ -19,6 +19,10 @@ enum rpm_kind {
 	RPM_K_INT,       /* rpms_int */
 	RPM_K_ALLTRAPS,  /* rpms_alltraps: the classes that have a source */
 	RPM_K_ZERO,      /* no source: the model is "never happens" */
+	RPM_K_SYSCALLS,  /* rpms_it: raw_syscalls:sys_enter per CPU */
+	RPM_K_FAULTS,    /* rpms_dat: PERF_COUNT_SW_PAGE_FAULTS */
+	RPM_K_RESOLVED,  /* rpms_ptenotp: PAGE_FAULTS_MIN + _MAJ */
+	RPM_K_UNRESOLVED,/* rpms_ptenotu: PAGE_FAULTS - (MIN + MAJ) */
 };
 
 struct rpm_event {
@@ -47,6 +51,9 @@ int rpm_event_parse(const char *name, unsigned *code);
 int rpm_event_format(unsigned code, char *buf, int len);
 const struct rpm_event *rpm_event_of(unsigned code);
 const char *rpm_source_name(enum rpm_source s);
+/* The event's source on this machine: an event whose kernel counter was
+ * refused is unavailable, *why (may be NULL) says why. */
+enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why);
 
 /* Is the model opted into (PAPI_HERITAGE_PARAGON_RPM_MODEL=1)? */
 int rpm_model_allowed(void);

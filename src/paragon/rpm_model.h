@@ -152,6 +152,15 @@ int rpm_mesh_parse_shape(const char *s, struct rpm_mesh_shape *m);
 int rpm_mesh_parse_routing(const char *s, enum rpm_routing *r);
 const char *rpm_dir_name(enum rpm_dir d);
 
+/* rpms_ptenotu's model: faults the kernel did not resolve (PAGE_FAULTS less
+ * minor and major ones: access violations, EFAULT fixups).  A fault counted
+ * on one CPU may be resolved on another after sleeping, so per CPU the
+ * difference can dip below 0: it reads 0 then. */
+static inline uint64_t rpm_unresolved_faults(uint64_t all, uint64_t resolved)
+{
+	return all > resolved ? all - resolved : 0;
+}
+
 /* ---- /proc parsers -------------------------------------------------------- */
 #define RPM_MAX_CPUS 1024
 struct rpm_host_sample {

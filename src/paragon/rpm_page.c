@@ -50,6 +50,7 @@
 #include "i860paragon/rpm.h"
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_page.h"
+#include "paragon/rpm_perf.h"
 
 #define PAGE 4096UL
 #define TRAP_FLAG 0x100L
@@ -185,6 +186,11 @@ static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns
 		unsigned os = P.pu_os[i];
 		live->idle_s[i] = (double)P.sample.idle_ticks[os] / (double)P.clk_tck;
 		live->interrupts[i] = P.sample.interrupts[os];
+		uint64_t k[RPM_PERF_NCOUNTS];
+		rpm_perf_read(i, k);
+		live->syscalls[i] = k[RPM_SYSCALLS];
+		live->faults[i] = k[RPM_PF_ALL];
+		live->faults_resolved[i] = k[RPM_PF_MIN] + k[RPM_PF_MAJ];
 	}
 }
 
@@ -245,9 +251,14 @@ static void fill_soft_locked(void)
 	for (unsigned i = 0; i < P.ncpus; i++) {
 		struct rpmsoft *s = &P.soft_fill[i];
 		s->rpms_idle = live_scratch.idle_s[i];
-		s->rpms_int = (unsigned int)live_scratch.interrupts[i];
+		const struct rpm_live *l = &live_scratch;
+		s->rpms_int = (unsigned int)l->interrupts[i];
+		s->rpms_it = (unsigned int)l->syscalls[i];
+		s->rpms_dat = (unsigned int)l->faults[i];
+		s->rpms_ptenotp = (unsigned int)l->faults_resolved[i];
+		s->rpms_ptenotu = (unsigned int)rpm_unresolved_faults(l->faults[i], l->faults_resolved[i]);
 		/* Derived: the sum of the trap classes that have a source here. */
-		s->rpms_alltraps = s->rpms_int;
+		s->rpms_alltraps = (unsigned int)(l->interrupts[i] + l->syscalls[i] + l->faults[i]);
 	}
 }
 
@@ -437,6 +448,8 @@ static void base_init(void)
 	if (P.clk_tck <= 0)
 		P.clk_tck = 100;
 	enumerate_cpus();
+	/* Before the map check: the PAPI events need them either way. */
+	rpm_perf_open(P.ncpus, P.pu_os);
 	/* Opened here, not in a handler: opening allocates and may wait. */
 	(void)host_or_null();
 }

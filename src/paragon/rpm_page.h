@@ -21,6 +21,10 @@ struct rpm_live {
 	struct rpm_bus bus;                   /* cpu0 per the model, 50 MHz cycles since boot */
 	double idle_s[RPM_MAX_CPUS];          /* rpms_idle */
 	uint64_t interrupts[RPM_MAX_CPUS];    /* rpms_int, 64-bit */
+	/* rpm_perf.h's counts, since the counters were opened (0 if refused) */
+	uint64_t syscalls[RPM_MAX_CPUS];      /* rpms_it */
+	uint64_t faults[RPM_MAX_CPUS];        /* rpms_dat: every page fault */
+	uint64_t faults_resolved[RPM_MAX_CPUS]; /* rpms_ptenotp: minor + major */
 };
 int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "paragon/rpm_model.h"
+#include "paragon/rpm_perf.h"
 
 START_TEST(test_dclock_integer_path)
 {
@@ -259,6 +260,19 @@ START_TEST(test_tsc_clock)
 }
 END_TEST
 
+START_TEST(test_tracefs_mount)
+{
+	char d[64];
+	ck_assert(rpm_parse_tracefs_mount("proc /proc proc rw 0 0\n", d, sizeof d) == -1);
+	ck_assert(rpm_parse_tracefs_mount("", d, sizeof d) == -1);
+	ck_assert(rpm_parse_tracefs_mount("proc /proc proc rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n", d,
+	                                  sizeof d) == 0);
+	ck_assert_str_eq(d, "/sys/kernel/tracing");
+	ck_assert(rpm_parse_tracefs_mount("nodev /sys/kernel/tracing tracefs rw 0 0", d, 5) == -1); /* too long */
+	ck_assert(rpm_unresolved_faults(10, 3) == 7 && rpm_unresolved_faults(3, 10) == 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("paragon");
@@ -272,6 +286,7 @@ int main(void)
 	tcase_add_test(tc, test_mesh_parse);
 	tcase_add_test(tc, test_proc_parsers);
 	tcase_add_test(tc, test_tsc_clock);
+	tcase_add_test(tc, test_tracefs_mount);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

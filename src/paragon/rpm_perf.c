@@ -1,0 +1,158 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "paragon/rpm_model.h"
+#include "paragon/rpm_perf.h"
+
+static struct {
+	int opened;
+	unsigned ncpus;
+	int nmembers;                          /* counts in each CPU's group */
+	int slot[RPM_PERF_NCOUNTS];            /* position in the group, or -1 */
+	int err[RPM_PERF_NCOUNTS];
+	char why[RPM_PERF_NCOUNTS][768];
+	int leader[RPM_MAX_CPUS];
+} F;
+
+static int perf_open(struct perf_event_attr *a, int cpu, int group)
+{
+	return (int)syscall(SYS_perf_event_open, a, -1, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+int rpm_parse_tracefs_mount(const char *mounts, char *buf, unsigned len)
+{
+	/* "<source> <mountpoint> <fstype> ..." per line. */
+	for (const char *l = mounts; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char dir[512], type[64];
+		if (sscanf(l, "%*s %511s %63s", dir, type) == 2 && strcmp(type, "tracefs") == 0 &&
+		    strlen(dir) < len) {
+			strcpy(buf, dir);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* raw_syscalls:sys_enter's tracepoint id, from tracefs; 0 with a reason. */
+static long syscall_tracepoint(char *why, size_t len)
+{
+	static char mounts[65536];
+	char dir[512], path[600];
+	int fd = open("/proc/self/mounts", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, mounts, sizeof mounts - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	mounts[n > 0 ? n : 0] = '\0';
+	if (rpm_parse_tracefs_mount(mounts, dir, sizeof dir) != 0) {
+		snprintf(why, len, "tracefs is not mounted, so raw_syscalls:sys_enter has no id to open "
+		                   "(mount -t tracefs nodev /sys/kernel/tracing)");
+		return 0;
+	}
+	snprintf(path, sizeof path, "%s/events/raw_syscalls/sys_enter/id", dir);
+	FILE *f = fopen(path, "re");
+	long id = 0;
+	if (!f || fscanf(f, "%ld", &id) != 1 || id <= 0) {
+		snprintf(why, len, "%s: %s (kernel without syscall tracepoints?)", path, f ? "unreadable" : strerror(errno));
+		id = 0;
+	}
+	if (f)
+		fclose(f);
+	return id;
+}
+
+static void selftest_syscalls(void);
+
+void rpm_perf_open(unsigned ncpus, const unsigned *os)
+{
+	if (F.opened)
+		return;
+	F.opened = 1;
+	F.ncpus = ncpus;
+	static const unsigned long long sw[3] = { PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
+		                                  PERF_COUNT_SW_PAGE_FAULTS_MAJ };
+	long tp = syscall_tracepoint(F.why[RPM_SYSCALLS], sizeof F.why[RPM_SYSCALLS]);
+	if (!tp)
+		F.err[RPM_SYSCALLS] = -ENOENT;
+	for (int k = 0; k < RPM_PERF_NCOUNTS; k++)
+		F.slot[k] = -1;
+	for (unsigned i = 0; i < ncpus; i++) {
+		int members = 0, leader = -1;
+		for (int k = 0; k < RPM_PERF_NCOUNTS; k++) {
+			if (F.err[k])
+				continue;
+			struct perf_event_attr a;
+			memset(&a, 0, sizeof a);
+			a.size = sizeof a;
+			a.type = k == RPM_SYSCALLS ? PERF_TYPE_TRACEPOINT : PERF_TYPE_SOFTWARE;
+			a.config = k == RPM_SYSCALLS ? (unsigned long long)tp : sw[k];
+			a.read_format = PERF_FORMAT_GROUP;
+			int fd = perf_open(&a, (int)os[i], leader);
+			if (fd < 0) {
+				/* A count refused on one CPU is refused for all: a
+				 * partial sum would pass for the whole. */
+				F.err[k] = -errno;
+				snprintf(F.why[k], sizeof F.why[k],
+				         "perf_event_open (system-wide on CPU %u): %s (needs perf_event_paranoid <= 0 or root)",
+				         os[i], strerror(errno));
+				continue;
+			}
+			if (leader < 0)
+				leader = fd;
+			if (i == 0)
+				F.slot[k] = members;
+			else if (F.slot[k] != members)
+				F.err[k] = -EIO; /* layouts differ between CPUs: give up on it */
+			members++;
+		}
+		F.leader[i] = leader;
+		F.nmembers = members;
+	}
+	if (!F.err[RPM_SYSCALLS])
+		selftest_syscalls();
+}
+
+/* Whether the syscall tracepoint really counts: on this VM it opens with
+ * tracefs mounted yet counts nothing, and a 0 must not pass for a count. */
+static void selftest_syscalls(void)
+{
+	uint64_t before = 0, after = 0, k[RPM_PERF_NCOUNTS];
+	for (unsigned i = 0; i < F.ncpus; i++)
+		rpm_perf_read(i, k), before += k[RPM_SYSCALLS];
+	for (int n = 0; n < 16; n++)
+		(void)syscall(SYS_getppid);
+	for (unsigned i = 0; i < F.ncpus; i++)
+		rpm_perf_read(i, k), after += k[RPM_SYSCALLS];
+	if (after - before < 16) {
+		F.err[RPM_SYSCALLS] = -EIO;
+		snprintf(F.why[RPM_SYSCALLS], sizeof F.why[RPM_SYSCALLS],
+		         "raw_syscalls:sys_enter opened but counted %llu of 16 system calls in a self-test",
+		         (unsigned long long)(after - before));
+	}
+}
+
+int rpm_perf_status(enum rpm_perf_count k, const char **why)
+{
+	if (why)
+		*why = F.err[k] ? F.why[k] : "";
+	return F.opened ? F.err[k] : -ENODEV;
+}
+
+void rpm_perf_read(unsigned i, uint64_t out[RPM_PERF_NCOUNTS])
+{
+	uint64_t buf[1 + RPM_PERF_NCOUNTS];
+	memset(out, 0, RPM_PERF_NCOUNTS * sizeof out[0]);
+	if (i >= F.ncpus || F.leader[i] < 0)
+		return;
+	/* PERF_FORMAT_GROUP: nr, then the values, one read for the CPU. */
+	if (read(F.leader[i], buf, sizeof buf) < (ssize_t)sizeof(uint64_t))
+		return;
+	for (int k = 0; k < RPM_PERF_NCOUNTS; k++)
+		if (!F.err[k] && F.slot[k] >= 0 && (uint64_t)F.slot[k] < buf[0])
+			out[k] = buf[1 + F.slot[k]];
+}
