@@ -199,6 +199,7 @@ static void base_init(void);
 int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns)
 {
 	pthread_once(&base_once, base_init);
+	rpm_perf_ensure();
 	sigset_t all, old;
 	/* No handler of ours may run in this thread while it holds the lock. */
 	sigfillset(&all);
@@ -448,8 +449,9 @@ static void base_init(void)
 	if (P.clk_tck <= 0)
 		P.clk_tck = 100;
 	enumerate_cpus();
-	/* Before the map check: the PAPI events need them either way. */
-	rpm_perf_open(P.ncpus, P.pu_os);
+	/* The per-CPU perf counters open on first use (rpm_perf_ensure), not
+	 * here: this runs in every program that links libpapi. */
+	rpm_perf_configure(P.ncpus, P.pu_os);
 	/* Opened here, not in a handler: opening allocates and may wait. */
 	(void)host_or_null();
 }
@@ -457,6 +459,7 @@ static void base_init(void)
 static void init_once(void)
 {
 	pthread_once(&base_once, base_init);
+	rpm_perf_ensure();   /* the fault handler reads them: open them now */
 	const char *m = heritage_env("PARAGON_RPM", "MAP");
 	if (m && strcmp(m, "0") == 0) {
 		P.map_err = heritage_fail(-ENOTSUP, "paragon_rpm: PAPI_HERITAGE_PARAGON_RPM_MAP=0: the RPM pages are not mapped");

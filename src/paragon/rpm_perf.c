@@ -7,6 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_perf.h"
 
@@ -136,8 +138,29 @@ static void selftest_syscalls(void)
 	}
 }
 
+static unsigned conf_ncpus;
+static unsigned conf_os[RPM_MAX_CPUS];
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+
+void rpm_perf_configure(unsigned ncpus, const unsigned *os)
+{
+	conf_ncpus = ncpus < RPM_MAX_CPUS ? ncpus : RPM_MAX_CPUS;
+	memcpy(conf_os, os, conf_ncpus * sizeof *os);
+}
+
+static void open_configured(void)
+{
+	rpm_perf_open(conf_ncpus, conf_os);
+}
+
+void rpm_perf_ensure(void)
+{
+	pthread_once(&open_once, open_configured);
+}
+
 int rpm_perf_status(enum rpm_perf_count k, const char **why)
 {
+	rpm_perf_ensure();
 	if (why)
 		*why = F.err[k] ? F.why[k] : "";
 	return F.opened ? F.err[k] : -ENODEV;

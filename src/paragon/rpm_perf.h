@@ -14,6 +14,10 @@ enum rpm_perf_count { RPM_PF_ALL, RPM_PF_MIN, RPM_PF_MAJ, RPM_SYSCALLS, RPM_PERF
 /* Opens the counters of every CPU (os[i] for logical CPU i); idempotent.
  * Failures are remembered per count, with the reason, not returned. */
 void rpm_perf_open(unsigned ncpus, const unsigned *os);
+/* Remember the CPUs; rpm_perf_ensure() opens the counters once, in thread
+ * context (never from a signal handler), and rpm_perf_status() does too. */
+void rpm_perf_configure(unsigned ncpus, const unsigned *os);
+void rpm_perf_ensure(void);
 /* 0 if the count is available, else a negative errno; *why says why. */
 int rpm_perf_status(enum rpm_perf_count k, const char **why);
 /* The counts of logical CPU i since the counters were opened (0 for those
