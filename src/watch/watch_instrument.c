@@ -667,7 +667,7 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 		}
 	}
 	if (exe)
-		exe->set_thread(it.lo, it.hi, it.slow);
+		exe->set_thread(it.lo, it.hi, it.slow, &it.c.loads, &it.c.stores);
 	box_add(it.lo, it.hi);
 	return 0;
 }
@@ -676,19 +676,13 @@ static void instrument_read(const struct watch_session *s, struct watch_counts *
 {
 	(void)s;
 	*live = it.c;
-	if (exe) {
-		uint64_t loads, stores;
-		exe->get_thread(&loads, &stores);
-		live->loads += loads;
-		live->stores += stores;
-	}
 }
 
-/* In place only when libpapi's own hooks do all the counting. */
+/* The program's hooks count into it.c too (set_thread). */
 static const struct watch_counts *instrument_live(const struct watch_session *s)
 {
 	(void)s;
-	return exe ? NULL : &it.c;
+	return &it.c;
 }
 
 static void instrument_stop(struct watch_session *s)
@@ -699,7 +693,7 @@ static void instrument_stop(struct watch_session *s)
 	it.lo = it.hi = 0;
 	instrument_read(s, &live);
 	if (exe)
-		exe->set_thread(0, 0, 0);
+		exe->set_thread(0, 0, 0, NULL, NULL);
 	watch_counts_add(&s->acc, &live);
 	memset(&it.c, 0, sizeof it.c);
 	/* Reports still arriving for our granules are now filtered out. */
@@ -710,8 +704,6 @@ static void instrument_reset(struct watch_session *s)
 {
 	(void)s;
 	memset(&it.c, 0, sizeof it.c);
-	if (exe)
-		exe->clear_thread();
 }
 
 const struct watch_backend_ops watch_instrument_ops = {

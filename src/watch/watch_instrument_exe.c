@@ -11,10 +11,12 @@
 
 static uintptr_t any_lo = UINTPTR_MAX, any_hi;
 
+static uint64_t discard;
+
 static __thread struct {
 	uintptr_t lo, hi;
 	int slow;
-	uint64_t loads, stores;
+	uint64_t *loads, *stores;
 } t;
 
 static inline __attribute__((always_inline)) void account(uintptr_t a, size_t size, int store, uintptr_t pc)
@@ -27,9 +29,9 @@ static inline __attribute__((always_inline)) void account(uintptr_t a, size_t si
 	if (__builtin_expect(t.slow, 0))
 		papi_heritage_instrument_slow(a, size, store, pc);
 	else if (store)
-		t.stores++;
+		++*t.stores;
 	else
-		t.loads++;
+		++*t.loads;
 }
 
 #define PC() ((uintptr_t)__builtin_return_address(0))
@@ -49,23 +51,13 @@ void __asan_storeN_noabort(uintptr_t a, size_t size);
 void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
 void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
 
-static void set_thread(uintptr_t lo, uintptr_t hi, int slow)
+static void set_thread(uintptr_t lo, uintptr_t hi, int slow, uint64_t *loads, uint64_t *stores)
 {
-	t.loads = t.stores = 0;
+	t.loads = loads ? loads : &discard;
+	t.stores = stores ? stores : &discard;
 	t.slow = slow;
 	t.lo = lo;
 	t.hi = hi;
-}
-
-static void get_thread(uint64_t *loads, uint64_t *stores)
-{
-	*loads = t.loads;
-	*stores = t.stores;
-}
-
-static void clear_thread(void)
-{
-	t.loads = t.stores = 0;
 }
 
 static void set_union(uintptr_t lo, uintptr_t hi)
@@ -77,8 +69,6 @@ static void set_union(uintptr_t lo, uintptr_t hi)
 static const struct watch_instrument_exe exe_hooks = {
 	.abi = WATCH_INSTRUMENT_EXE_ABI,
 	.set_thread = set_thread,
-	.get_thread = get_thread,
-	.clear_thread = clear_thread,
 	.set_union = set_union,
 };
 

@@ -14,17 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WATCH_INSTRUMENT_EXE_ABI 1
+#define WATCH_INSTRUMENT_EXE_ABI 2
 
 struct watch_instrument_exe {
 	int abi;
 	/* This thread's bounds; slow: every hit goes to
 	 * papi_heritage_instrument_slow (several intervals, a code filter,
-	 * misaligned counts).  Also zeroes this thread's counts. */
-	void (*set_thread)(uintptr_t lo, uintptr_t hi, int slow);
-	/* This thread's plain counts since set_thread. */
-	void (*get_thread)(uint64_t *loads, uint64_t *stores);
-	void (*clear_thread)(void);
+	 * misaligned counts).  Plain hits increment *loads / *stores: libpapi's
+	 * own per-thread counters, so PAPI_read reads one place. */
+	void (*set_thread)(uintptr_t lo, uintptr_t hi, int slow, uint64_t *loads, uint64_t *stores);
 	/* Every running session's bounds together: the first, cheapest test. */
 	void (*set_union)(uintptr_t lo, uintptr_t hi);
 };
