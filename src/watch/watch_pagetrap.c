@@ -169,6 +169,11 @@ struct pt_state {
 	/* What the application installed for SIGSEGV / SIGTRAP. */
 	_Atomic int app_lock;
 	struct sigaction app_segv, app_trap;
+	/* A client's synchronous signal (watch_signal_claim: SIGFPE) and what
+	 * the application installed for it. */
+	_Atomic int fpe_claimed;
+	watch_signal_fn fpe_fn;
+	struct sigaction app_fpe;
 
 	/* A fault on a page we unprotected after the fault happened looks like the
 	 * application's own: it is retried once before it is passed on. */
@@ -886,7 +891,7 @@ static void app_unlock(void)
 
 static struct sigaction *app_action(int sig)
 {
-	return sig == SIGSEGV ? &S.app_segv : &S.app_trap;
+	return sig == SIGSEGV ? &S.app_segv : sig == SIGFPE ? &S.app_fpe : &S.app_trap;
 }
 
 /* A signal that is not ours: do what the application asked for. */
@@ -909,7 +914,8 @@ static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
 		__sigaction(sig, &dfl, NULL);
-		if (sig != SIGSEGV || si->si_code <= 0)
+		/* SIGFPE too is a fault: the instruction runs again and faults. */
+		if ((sig != SIGSEGV && sig != SIGFPE) || si->si_code <= 0)
 			watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), sig);
 		return;
 	}
@@ -1016,11 +1022,103 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 	set_thread_mask(entry_mask, NULL);
 }
 
+static int install_handlers(void);
+static int ensure_init(void);
+
+/* watch_step_one(): at most one instruction in flight per thread (a fault
+ * handler runs to completion before the instruction is re-run). */
+static __thread struct {
+	int armed;
+	int had_tf;          /* TF was set before us (stepping, a window, the application) */
+	uint64_t mask;       /* the signal mask to give back */
+	watch_step_done_fn fn;
+	void *arg;
+} one_step __attribute__((tls_model("initial-exec")));
+
+int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg)
+{
+	if (one_step.armed)
+		return -EBUSY;
+	greg_t *g = uc->uc_mcontext.gregs;
+	one_step.had_tf = ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0;
+	one_step.mask = *mask_word(uc);
+	one_step.fn = done;
+	one_step.arg = arg;
+	one_step.armed = 1;
+	/* No application handler may run between here and the trap: it would
+	 * run with the client's temporary state (e.g. exceptions masked). */
+	*mask_word(uc) = one_step.mask | S.async_mask;
+	g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | EFLAGS_TF);
+	return 0;
+}
+
+__attribute__((no_stack_protector)) static void on_claimed(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	watch_signal_fn fn = S.fpe_fn;
+	if (sig == SIGFPE && fn && fn(sig, si, uc))
+		return;
+	chain(sig, si, uc);
+}
+
+int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len)
+{
+	if (sig != SIGFPE) {
+		set_why(why, len, "signal engine: only SIGFPE can be claimed, not %d", sig);
+		return -EINVAL;
+	}
+	int err = ensure_init();
+	if (!err)
+		err = install_handlers(); /* the SIGTRAP handler the steps need */
+	if (err) {
+		set_why(why, len, "signal engine: cannot start (%s)", strerror(-err));
+		return err;
+	}
+	app_lock();
+	if (atomic_load(&S.fpe_claimed)) {
+		int same = S.fpe_fn == fn;
+		app_unlock();
+		if (same)
+			return 0;
+		set_why(why, len, "signal engine: SIGFPE is already claimed by another client");
+		return -EBUSY;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int s2 = 1; s2 <= 64; s2++)
+		if (sigbit(s2) & sync_signals())
+			sigdelset(&sa.sa_mask, s2);
+	sigdelset(&sa.sa_mask, watch_park_signal());
+	sa.sa_sigaction = on_claimed;
+	S.fpe_fn = fn;
+	err = __sigaction(SIGFPE, &sa, &S.app_fpe) != 0 ? -errno : 0;
+	if (!err)
+		atomic_store(&S.fpe_claimed, 1);
+	app_unlock();
+	if (err)
+		set_why(why, len, "signal engine: sigaction(SIGFPE): %s", strerror(-err));
+	return err;
+}
+
 __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	greg_t *g = uc->uc_mcontext.gregs;
 	int self = watch_sys_gettid();
+
+	if (si->si_code == TRAP_TRACE && one_step.armed) {
+		/* The instruction a client asked to step (watch_step_one). */
+		one_step.armed = 0;
+		*mask_word(uc) = one_step.mask;
+		one_step.fn(one_step.arg, uc);
+		if (!one_step.had_tf) {
+			g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~EFLAGS_TF);
+			return;
+		}
+		/* TF was also someone else's: the same trap is theirs too. */
+	}
 
 	/* A thread stepped as a whole gets every TF trap reported, whatever
 	 * page-trap window the same trap also closes. */
@@ -1978,13 +2076,14 @@ void watch_step_stats(struct watch_step_stats *out)
 
 /* ---- signal disposition interposition ------------------------------------- */
 
-/* sigaction() and signal() for SIGSEGV and SIGTRAP, once our handlers are in:
+/* sigaction() and signal() for SIGSEGV and SIGTRAP (and SIGFPE once a client
+ * claimed it: watch_signal_claim), once our handlers are in:
  * the application's action is recorded (and reported back as oldact) and
  * called by chain() for the faults and traps that are not ours.  Not
  * interposed: sigset(), sysv_signal(), bsd_signal(), and raw rt_sigaction. */
 HERITAGE_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
-	if ((sig == SIGSEGV || sig == SIGTRAP) && S.installed) {
+	if (((sig == SIGSEGV || sig == SIGTRAP) && S.installed) || (sig == SIGFPE && atomic_load(&S.fpe_claimed))) {
 		app_lock();
 		if (oldact)
 			*oldact = *app_action(sig);

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <ucontext.h>
 
 /* Called in the SIGTRAP handler of the stepping thread, on the engine's
@@ -39,5 +40,32 @@ struct watch_step_stats {
 	uint64_t strays;     /* step traps on threads nobody steps (TF inherited): cleared */
 };
 void watch_step_stats(struct watch_step_stats *out);
+
+/* ---- one instruction, from a fault handler ----------------------------------
+ * For a client that has to let one faulting instruction complete under
+ * changed conditions and then change them back (paragon_rpm's FP-exception
+ * trap mode: re-run an SSE instruction with its exception masked, unmask it
+ * after).  Sharing the engine's SIGTRAP handler, rather than installing a
+ * second one, keeps the page-trap windows, whole-thread stepping and the
+ * application's own SIGTRAP handler working alongside. */
+
+/* Called from the engine's SIGTRAP handler once the stepped instruction has
+ * completed: uc is the context after it (RIP = the next instruction). */
+typedef void (*watch_step_done_fn)(void *arg, ucontext_t *uc);
+
+/* In a synchronous signal handler of the calling thread: arrange for done()
+ * after the instruction at uc's RIP has run once.  Sets TF in uc and blocks
+ * asynchronous signals for that one instruction (both restored in the trap).
+ * The engine must be installed (watch_signal_claim() does it).  0, or -EBUSY
+ * if this thread already has a step pending. */
+int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg);
+
+/* A synchronous signal other than SIGSEGV/SIGTRAP (only SIGFPE so far) that a
+ * client handles first.  fn returns non-zero for a signal it handled; the
+ * others go to what the application installed (sigaction() and signal() are
+ * interposed for it as for SIGSEGV) or to the default action.  Thread
+ * context only.  0, or -errno with a message in why. */
+typedef int (*watch_signal_fn)(int sig, siginfo_t *si, ucontext_t *uc);
+int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len);
 
 #endif
