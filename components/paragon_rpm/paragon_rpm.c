@@ -79,8 +79,9 @@ static int rpm_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 
 static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
+	rpm_control_t *c = ctl;
 	(void)ctx;
-	(void)ctl;
+	rpm_set_stop(&c->set); /* the FP trap mode ends with the counting */
 	return PAPI_OK;
 }
 

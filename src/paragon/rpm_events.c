@@ -7,6 +7,7 @@
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "paragon/rpm_events.h"
+#include "paragon/rpm_fpe.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
 
@@ -15,6 +16,7 @@
 #define BUS(n, c, src, d) { .name = n, .desc = d, .units = CYCLES, .source = src, .kind = RPM_K_COUNTER, .counter = c }
 #define MESH(n, c, d) { .name = n, .desc = d, .units = UNITS64, .source = RPM_MODELLED, .kind = RPM_K_COUNTER, .counter = c }
 #define SOFT(n, k, src, d) { .name = n, .desc = d, .units = "", .source = src, .kind = k, .per_cpu = 1 }
+#define FPE(n, f, d) { .name = n, .desc = d " [measured with PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS, else unavailable]", .units = "", .source = RPM_MEASURED, .kind = RPM_K_FPE, .per_cpu = 1, .fpe = f }
 #define NONE(n, d) SOFT(n, RPM_K_ZERO, RPM_UNAVAILABLE, d " [unavailable: no honest source on x86-64 Linux]")
 
 const struct rpm_event rpm_events[] = {
@@ -37,14 +39,14 @@ const struct rpm_event rpm_events[] = {
 	{ .name = "rpms_idle", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_IDLE, .per_cpu = 1, .fp64 = 1,
 	  .desc = "seconds the CPU was idle, FP64 (/proc/stat idle+iowait); :cpu=N, else the sum over CPUs [measured]" },
 	SOFT("rpms_alltraps", RPM_K_ALLTRAPS, RPM_MODELLED,
-	     "traps: the sum of the trap classes that have a source here (rpms_int + rpms_it + rpms_dat) [modelled]"),
+	     "traps: the sum of the trap classes that have a source here (rpms_int + rpms_it + rpms_dat, + rpms_ft in the FP trap mode) [modelled]"),
 	SOFT("rpms_it", RPM_K_SYSCALLS, RPM_MEASURED,
 	     "trap instructions (system calls): tracepoint raw_syscalls:sys_enter counted on the CPU [measured]"),
 	SOFT("rpms_int", RPM_K_INT, RPM_MEASURED, "interrupts on the CPU (/proc/interrupts column) [measured]"),
 	NONE("rpms_iat", "instruction access traps (counting cannot tell instruction fetch faults from data faults)"),
 	SOFT("rpms_dat", RPM_K_FAULTS, RPM_MODELLED,
 	     "data access traps: every page fault on the CPU (perf PAGE_FAULTS), instruction fetch faults included [modelled]"),
-	NONE("rpms_ft", "floating point traps"),
+	FPE("rpms_ft", RPM_FPF_FT, "floating point traps: SIGFPEs of the classes the opt-in trap mode unmasks, in the threads that count"),
 	NONE("rpms_datld", "data access traps on ld.x"),
 	NONE("rpms_datst", "data access traps on st.x"),
 	NONE("rpms_datfldfst", "data access traps on fld.x or fst.x"),
@@ -63,16 +65,16 @@ const struct rpm_event rpm_events[] = {
 	NONE("rpms_lockseq", "traps while in a locked sequence"),
 	NONE("rpms_lockres", "restarted locked sequences"),
 	NONE("rpms_lockexp", "expired locked sequences"),
-	NONE("rpms_fpe_si", "floating-point sticky inexact exceptions"),
-	NONE("rpms_fpe_se", "floating-point source exceptions"),
-	NONE("rpms_fpe_mu", "floating-point multiplier underflow exceptions"),
-	NONE("rpms_fpe_mo", "floating-point multiplier overflow exceptions"),
-	NONE("rpms_fpe_mi", "floating-point multiplier inexact exceptions"),
-	NONE("rpms_fpe_ma", "floating-point multiplier add-one exceptions"),
-	NONE("rpms_fpe_au", "floating-point underflow exceptions"),
-	NONE("rpms_fpe_ao", "floating-point overflow exceptions"),
-	NONE("rpms_fpe_ai", "floating-point inexact exceptions"),
-	NONE("rpms_fpe_aa", "floating-point add one exceptions"),
+	FPE("rpms_fpe_si", RPM_FPF_SI, "floating-point sticky inexact exceptions: inexact traps, any unit"),
+	FPE("rpms_fpe_se", RPM_FPF_SE, "floating-point source exceptions: invalid-operation and divide-by-zero traps (the i860 divides by frcp, whose 0 operand is a source exception)"),
+	FPE("rpms_fpe_mu", RPM_FPF_MU, "floating-point multiplier underflow exceptions: underflow traps of mul/div/FMA"),
+	FPE("rpms_fpe_mo", RPM_FPF_MO, "floating-point multiplier overflow exceptions: overflow traps of mul/div/FMA"),
+	FPE("rpms_fpe_mi", RPM_FPF_MI, "floating-point multiplier inexact exceptions: inexact traps of mul/div/FMA"),
+	NONE("rpms_fpe_ma", "floating-point multiplier add-one exceptions (SSE does not say whether rounding incremented)"),
+	FPE("rpms_fpe_au", RPM_FPF_AU, "floating-point underflow exceptions: underflow traps of the other instructions (adder)"),
+	FPE("rpms_fpe_ao", RPM_FPF_AO, "floating-point overflow exceptions: overflow traps of the other instructions (adder)"),
+	FPE("rpms_fpe_ai", RPM_FPF_AI, "floating-point inexact exceptions: inexact traps of the other instructions (adder)"),
+	NONE("rpms_fpe_aa", "floating-point add one exceptions (SSE does not say whether rounding incremented)"),
 };
 const unsigned rpm_nevents = sizeof rpm_events / sizeof rpm_events[0];
 
@@ -99,6 +101,17 @@ enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why)
 		    rpm_perf_status(RPM_PF_MAJ, why))
 			return RPM_UNAVAILABLE;
 		return e->source;
+	case RPM_K_FPE: {
+		unsigned need = rpm_fpe_field_classes((enum rpm_fpe_field)e->fpe), have = rpm_fpe_classes(why);
+		if (!have)
+			return RPM_UNAVAILABLE;
+		if (need && !(have & need)) {
+			*why = "the FP trap mode is on, but not for this field's exception class (see PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS in paragon_rpm(3))";
+			return RPM_UNAVAILABLE;
+		}
+		*why = "";
+		return e->source;
+	}
 	default:
 		return e->source;
 	}
@@ -166,7 +179,7 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 {
 	if (n > RPM_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "paragon_rpm: at most %d events per event set", RPM_MAX_EVENTS);
-	int need_live = 0;
+	int need_live = 0, need_fpe = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const struct rpm_event *e = rpm_event_of(codes[i]);
 		if (!e)
@@ -177,6 +190,8 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 			                     "paragon_rpm: %s has no honest source on this machine%s%s (the model would count 0); "
 			                     "set PAPI_HERITAGE_PARAGON_RPM_MODEL=1 to count it anyway",
 			                     e->name, *why ? ": " : "", why);
+		if (e->kind == RPM_K_FPE && rpm_fpe_classes(NULL))
+			need_fpe = 1;
 		if (e->kind != RPM_K_TIME && e->kind != RPM_K_TIME_S && e->kind != RPM_K_ZERO &&
 		    !(e->kind == RPM_K_COUNTER && e->counter >= RPM_NORTH))
 			need_live = 1;
@@ -184,6 +199,7 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 	memcpy(s->codes, codes, n * sizeof codes[0]);
 	s->n = n;
 	s->need_live = need_live;
+	s->need_fpe = need_fpe;
 	memset(s->values, 0, sizeof s->values);
 	return 0;
 }
@@ -218,7 +234,7 @@ static void current(const struct rpm_set *s, unsigned i, const struct rpm_live *
 		break;
 	case RPM_K_ALLTRAPS:
 		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
-			*count += live->interrupts[c] + live->syscalls[c] + live->faults[c];
+			*count += live->interrupts[c] + live->syscalls[c] + live->faults[c] + live->fpe[c][RPM_FPF_FT];
 		break;
 	case RPM_K_SYSCALLS:
 		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
@@ -241,6 +257,10 @@ static void current(const struct rpm_set *s, unsigned i, const struct rpm_live *
 		*count = rpm_unresolved_faults(all, resolved);
 		break;
 	}
+	case RPM_K_FPE:
+		for (unsigned c = lo; c < hi && c < live->ncpus; c++)
+			*count += live->fpe[c][e->fpe];
+		break;
 	case RPM_K_ZERO:
 		break;
 	}
@@ -270,12 +290,24 @@ static void sample(const struct rpm_set *s, struct rpm_live **live, uint64_t cum
 
 void rpm_set_start(struct rpm_set *s)
 {
+	/* Before the snapshot: traps from here on are the set's.  A failure
+	 * leaves the counts at 0 (the message says why). */
+	if (s->need_fpe && !s->fpe_on && rpm_fpe_thread_enable() == 0)
+		s->fpe_on = 1;
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks;
 	sample(s, &live, cum, &ticks);
 	for (unsigned i = 0; i < s->n; i++)
 		current(s, i, live, cum, ticks, &s->start[i], &s->start_s[i]);
 	memset(s->values, 0, sizeof s->values);
+}
+
+void rpm_set_stop(struct rpm_set *s)
+{
+	if (s->fpe_on) {
+		rpm_fpe_thread_disable();
+		s->fpe_on = 0;
+	}
 }
 
 void rpm_set_read(struct rpm_set *s)

@@ -23,6 +23,7 @@ enum rpm_kind {
 	RPM_K_FAULTS,    /* rpms_dat: PERF_COUNT_SW_PAGE_FAULTS */
 	RPM_K_RESOLVED,  /* rpms_ptenotp: PAGE_FAULTS_MIN + _MAJ */
 	RPM_K_UNRESOLVED,/* rpms_ptenotu: PAGE_FAULTS - (MIN + MAJ) */
+	RPM_K_FPE,       /* rpms_ft, rpms_fpe_*: SIGFPEs in the opt-in trap mode (.fpe) */
 };
 
 struct rpm_event {
@@ -35,6 +36,7 @@ struct rpm_event {
 	int per_cpu;               /* an rpmsoft field: takes :cpu=N */
 	int fp64;                  /* value is a double in the long long's bits */
 	int absolute;              /* a reading, not a count since PAPI_start */
+	int fpe;                   /* RPM_K_FPE: enum rpm_fpe_field */
 };
 
 extern const struct rpm_event rpm_events[];
@@ -63,6 +65,8 @@ struct rpm_set {
 	unsigned n;
 	unsigned codes[RPM_MAX_EVENTS];
 	int need_live;                    /* bus or soft counters: read /proc */
+	int need_fpe;                     /* FP trap counts: trap in this thread while started */
+	int fpe_on;                       /* rpm_fpe_thread_enable() done by rpm_set_start */
 	uint64_t start[RPM_MAX_EVENTS];   /* integer counts at start */
 	double start_s[RPM_MAX_EVENTS];   /* rpms_idle at start */
 	long long values[RPM_MAX_EVENTS];
@@ -70,7 +74,10 @@ struct rpm_set {
 /* Checks and stores the events; an unavailable one without the model opt-in
  * is -ENOTSUP with a message saying how to opt in. */
 int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n);
+/* Start also turns the FP trap mode on in the calling thread if the set
+ * has an FP trap event; stop turns it off again. */
 void rpm_set_start(struct rpm_set *s);
+void rpm_set_stop(struct rpm_set *s);
 void rpm_set_read(struct rpm_set *s);
 
 #endif

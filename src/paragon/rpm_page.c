@@ -191,6 +191,7 @@ static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns
 		live->syscalls[i] = k[RPM_SYSCALLS];
 		live->faults[i] = k[RPM_PF_ALL];
 		live->faults_resolved[i] = k[RPM_PF_MIN] + k[RPM_PF_MAJ];
+		rpm_fpe_read(os, live->fpe[i]);
 	}
 }
 
@@ -258,8 +259,19 @@ static void fill_soft_locked(void)
 		s->rpms_dat = (unsigned int)l->faults[i];
 		s->rpms_ptenotp = (unsigned int)l->faults_resolved[i];
 		s->rpms_ptenotu = (unsigned int)rpm_unresolved_faults(l->faults[i], l->faults_resolved[i]);
-		/* Derived: the sum of the trap classes that have a source here. */
-		s->rpms_alltraps = (unsigned int)(l->interrupts[i] + l->syscalls[i] + l->faults[i]);
+		const uint64_t *f = l->fpe[i];
+		s->rpms_ft = (unsigned int)f[RPM_FPF_FT];
+		s->rpms_fpe_se = (unsigned int)f[RPM_FPF_SE];
+		s->rpms_fpe_si = (unsigned int)f[RPM_FPF_SI];
+		s->rpms_fpe_mu = (unsigned int)f[RPM_FPF_MU];
+		s->rpms_fpe_mo = (unsigned int)f[RPM_FPF_MO];
+		s->rpms_fpe_mi = (unsigned int)f[RPM_FPF_MI];
+		s->rpms_fpe_au = (unsigned int)f[RPM_FPF_AU];
+		s->rpms_fpe_ao = (unsigned int)f[RPM_FPF_AO];
+		s->rpms_fpe_ai = (unsigned int)f[RPM_FPF_AI];
+		/* Derived: the sum of the trap classes that have a source here
+		 * (FP traps are 0 unless the trap mode is on). */
+		s->rpms_alltraps = (unsigned int)(l->interrupts[i] + l->syscalls[i] + l->faults[i] + f[RPM_FPF_FT]);
 	}
 }
 

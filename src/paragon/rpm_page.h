@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "paragon/rpm_fpe.h"
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_shared.h"
 
@@ -25,6 +26,7 @@ struct rpm_live {
 	uint64_t syscalls[RPM_MAX_CPUS];      /* rpms_it */
 	uint64_t faults[RPM_MAX_CPUS];        /* rpms_dat: every page fault */
 	uint64_t faults_resolved[RPM_MAX_CPUS]; /* rpms_ptenotp: minor + major */
+	uint64_t fpe[RPM_MAX_CPUS][RPM_FPF_NFIELDS]; /* rpms_ft, rpms_fpe_* (rpm_fpe.h) */
 };
 int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns);
 

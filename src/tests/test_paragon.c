@@ -4,11 +4,13 @@
  * reset bases, the bus model, mesh routes on a 4x4 mesh, the /proc parsers.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "paragon/rpm_fpe.h"
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_perf.h"
 
@@ -273,6 +275,57 @@ START_TEST(test_tracefs_mount)
 }
 END_TEST
 
+/* The SIGFPE si_code of each class, the MXCSR flags' precedence (as the
+ * kernel's), the knob's syntax, the unit split and the rpmsoft fields. */
+START_TEST(test_fpe_classes)
+{
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTINV), RPM_FPE_INV);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTDIV), RPM_FPE_DIV);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTOVF), RPM_FPE_OVF);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTUND), RPM_FPE_UND);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTRES), RPM_FPE_RES);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_INTDIV), -1);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_INTOVF), -1);
+	ck_assert_int_eq(rpm_fpe_class_of_code(FPE_FLTSUB), -1);
+	ck_assert_int_eq(rpm_fpe_class_of_code(SI_USER), -1);
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x28), RPM_FPE_OVF); /* overflow + inexact */
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x30), RPM_FPE_UND);
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x05), RPM_FPE_INV);
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x04), RPM_FPE_DIV);
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x20), RPM_FPE_RES);
+	ck_assert_int_eq(rpm_fpe_class_of_flags(0x02), -1); /* denormal only */
+	unsigned c;
+	ck_assert_int_eq(rpm_fpe_parse("all", &c), 0);
+	ck_assert_uint_eq(c, 0x1f);
+	ck_assert_int_eq(rpm_fpe_parse("divbyzero,invalid", &c), 0);
+	ck_assert_uint_eq(c, 1u << RPM_FPE_DIV | 1u << RPM_FPE_INV);
+	ck_assert_int_eq(rpm_fpe_parse("0", &c), 0);
+	ck_assert_uint_eq(c, 0);
+	ck_assert_int_eq(rpm_fpe_parse("overflow,", &c), -1);
+	ck_assert_int_eq(rpm_fpe_parse("nan", &c), -1);
+	static const uint8_t mulsd[] = { 0xf2, 0x0f, 0x59, 0xc1 }, addsd[] = { 0xf2, 0x0f, 0x58, 0xc1 },
+	                     divsd_rex[] = { 0xf2, 0x41, 0x0f, 0x5e, 0xc0 }, vmulsd[] = { 0xc5, 0xfb, 0x59, 0xc1 },
+	                     vfmadd[] = { 0xc4, 0xe2, 0xf1, 0xa9, 0xc2 }, sqrtsd[] = { 0xf2, 0x0f, 0x51, 0xc0 };
+	ck_assert_int_eq(rpm_fpe_unit_of(mulsd, sizeof mulsd), RPM_FPE_MULT);
+	ck_assert_int_eq(rpm_fpe_unit_of(addsd, sizeof addsd), RPM_FPE_ADDER);
+	ck_assert_int_eq(rpm_fpe_unit_of(divsd_rex, sizeof divsd_rex), RPM_FPE_MULT);
+	ck_assert_int_eq(rpm_fpe_unit_of(vmulsd, sizeof vmulsd), RPM_FPE_MULT);
+	ck_assert_int_eq(rpm_fpe_unit_of(vfmadd, sizeof vfmadd), RPM_FPE_MULT);
+	ck_assert_int_eq(rpm_fpe_unit_of(sqrtsd, sizeof sqrtsd), RPM_FPE_ADDER);
+	uint64_t k[RPM_FPE_NCLASSES][RPM_FPE_NUNITS] = { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 }, { 9, 10 } }, f[RPM_FPF_NFIELDS];
+	rpm_fpe_fields(k, f);
+	ck_assert_uint_eq(f[RPM_FPF_FT], 55);
+	ck_assert_uint_eq(f[RPM_FPF_SE], 10);
+	ck_assert_uint_eq(f[RPM_FPF_SI], 19);
+	ck_assert_uint_eq(f[RPM_FPF_MO], 6);
+	ck_assert_uint_eq(f[RPM_FPF_AO], 5);
+	ck_assert_uint_eq(f[RPM_FPF_MU], 8);
+	ck_assert_uint_eq(f[RPM_FPF_AU], 7);
+	ck_assert_uint_eq(f[RPM_FPF_MI], 10);
+	ck_assert_uint_eq(f[RPM_FPF_AI], 9);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("paragon");
@@ -287,6 +340,7 @@ int main(void)
 	tcase_add_test(tc, test_proc_parsers);
 	tcase_add_test(tc, test_tsc_clock);
 	tcase_add_test(tc, test_tracefs_mount);
+	tcase_add_test(tc, test_fpe_classes);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
