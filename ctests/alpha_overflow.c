@@ -4,7 +4,7 @@
  * PAPI_profil histograms, the per-OS interrupt frame, what is refused, and
  * the overflow path under many start/stop cycles and a second thread.
  *
- *   alpha_overflow loads|profil|two|errors|cycles|threads
+ *   alpha_overflow loads|profil|two|together|errors|cycles|threads
  *
  * Each mode runs in its own process: the emulated counters keep their
  * residue from one run to the next, as the chip's did, so a mode's first run
@@ -23,7 +23,9 @@
 
 long alpha_load_loop(const long *p, long n);
 void alpha_mix_loop(long *p, long n);
+long alpha_both_rounds(const long *p, const long *skew, long rounds);
 extern const char alpha_load_loop_end[], alpha_mix_loop_end[];
+extern const char alpha_both_block[], alpha_both_block_end[];
 
 static long data[4] = { 1, 2, 3, 4 };
 
@@ -207,6 +209,97 @@ static void test_two(void)
 	printf("two counters: %d store and %d load overflows in the loop, %d outside\n", stores, loads, outside);
 }
 
+/* Both counters carrying on one instruction (seed 002: "two interrupts are
+ * generated"): LOAD_INSNS:width=12 on counter 0 and INTEGER_OPERATE:width=12
+ * on counter 1 over alpha_both_rounds (alpha_loops.S), whose blocks advance
+ * the two counters in lock-step.  The residues the counters bring into a
+ * block are unknown (PAPI_start's own loads and integer operates, and they
+ * cannot be read), so the handler lines them up: in round j's block counter
+ * c carries at index i_c = 4095 - residue_c, so d_j = i_1 - i_0 (mod 4096) is
+ * residue_0 - residue_1.  Between blocks the difference moves by a constant
+ * G (the fixed glue) plus skew[j] (the skew loop's iterations), so
+ * d_1 - d_0 = G with skew[0] = 0, then skew[1] = -(d_1 + G) makes d_2 = 0
+ * and skew[2] = -G keeps d_3 = 0.  Rounds 2 and 3 must each carry both
+ * counters on one addq: two handler calls for that PC, counter 0's first. */
+#define BOTH_ROUNDS 4
+#define BOTH_INSN 3 /* bytes of addq (%rdi),%rax */
+static volatile long both_skew[BOTH_ROUNDS];
+static int both_hit[BOTH_ROUNDS][2]; /* block index of each counter's carry, -1 */
+static int both_hits[2];
+static long both_g = -1;
+
+static long mod4096(long x)
+{
+	return ((x % 4096) + 4096) % 4096;
+}
+
+static void both_handler(int EventSet, void *address, long long overflow_vector, void *context)
+{
+	uintptr_t pc = (uintptr_t)address;
+	handler(EventSet, address, overflow_vector, context);
+	if (!in_range(pc, alpha_both_block, alpha_both_block_end))
+		return; /* PAPI_start's, the skew loop's or PAPI_stop's own events */
+	int c = overflow_vector == 1 ? 0 : 1; /* LOAD_INSNS is position 0 */
+	int j = both_hits[c]++;
+	if (j >= BOTH_ROUNDS)
+		return;
+	both_hit[j][c] = (int)((pc - (uintptr_t)alpha_both_block) / BOTH_INSN);
+	if (both_hit[j][0] < 0 || both_hit[j][1] < 0)
+		return; /* the other counter has not carried in this block yet */
+	/* Both carries of block j are in: set the skew read right after it. */
+	long d = mod4096(both_hit[j][1] - both_hit[j][0]);
+	if (j == 1)
+		both_g = mod4096(d - mod4096(both_hit[0][1] - both_hit[0][0]));
+	if (j >= 1)
+		both_skew[j] = j == 1 ? mod4096(-(d + both_g)) : mod4096(-both_g);
+}
+
+static void test_together(void)
+{
+	int es = make_set("alpha21064:::LOAD_INSNS:width=12", "alpha21064:::INTEGER_OPERATE:width=12");
+	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_UNIX));
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::LOAD_INSNS:width=12"), 4096, 0, both_handler));
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::INTEGER_OPERATE:width=12"), 4096, 0, both_handler));
+	memset(both_hit, -1, sizeof both_hit);
+	for (int j = 0; j < BOTH_ROUNDS; j++)
+		both_skew[j] = 0;
+	begin_calls(&main_calls, es);
+	long long v[2];
+	CHECK_PAPI(PAPI_start(es));
+	long sum = alpha_both_rounds(data, (const long *)both_skew, BOTH_ROUNDS);
+	CHECK_PAPI(PAPI_stop(es, v));
+	EXPECT_EQ("loop result", sum, BOTH_ROUNDS * 4096 * data[0]);
+	EXPECT_EQ("counter 0 carries in the blocks", both_hits[0], BOTH_ROUNDS);
+	EXPECT_EQ("counter 1 carries in the blocks", both_hits[1], BOTH_ROUNDS);
+	EXPECT_EQ("calls from elsewhere", main_calls.foreign, 0);
+	for (int j = 2; j < BOTH_ROUNDS; j++) {
+		EXPECT_EQ("lined up: both counters carry on one instruction", both_hit[j][0], both_hit[j][1]);
+		uintptr_t pc = (uintptr_t)alpha_both_block + (uintptr_t)both_hit[j][0] * BOTH_INSN;
+		int found = 0;
+		for (int i = 0; i + 1 < main_calls.n && i + 1 < MAX_CALLS; i++) {
+			if (main_calls.pc[i] != pc)
+				continue;
+			found++;
+			/* Two deliveries for that PC, back to back: counter 0, then 1. */
+			EXPECT_EQ("first delivery: counter 0's bit", main_calls.vec[i], 1);
+			EXPECT_EQ("second delivery: same PC", main_calls.pc[i + 1], pc);
+			EXPECT_EQ("second delivery: counter 1's bit", main_calls.vec[i + 1], 2);
+			EXPECT_EQ("first frame: counter 0", main_calls.frame[i].counter, 0);
+			EXPECT_EQ("first frame: a2 = 0", main_calls.frame[i].a2, 0);
+			EXPECT_EQ("second frame: counter 1", main_calls.frame[i + 1].counter, 1);
+			EXPECT_EQ("second frame: a2 = 1", main_calls.frame[i + 1].a2, 1);
+			EXPECT_EQ("frames carry the PC", main_calls.frame[i].pc == pc && main_calls.frame[i + 1].pc == pc, 1);
+			EXPECT_EQ("no third delivery there",
+			          i + 2 >= main_calls.n || main_calls.pc[i + 2] != pc, 1);
+			break;
+		}
+		EXPECT_EQ("the shared PC was delivered", found, 1);
+	}
+	printf("together: residue difference %ld in round 0, glue %ld, skews %ld %ld; rounds 2 and 3 carried both "
+	       "counters at block index %d and %d\n", mod4096(both_hit[0][1] - both_hit[0][0]), both_g, both_skew[1],
+	       both_skew[2], both_hit[2][0], both_hit[3][0]);
+}
+
 #define EXPECT_RC(what, call, want)                                                                \
 	do {                                                                                       \
 		int rc__ = (call);                                                                 \
@@ -349,6 +442,8 @@ int main(int argc, char **argv)
 		test_profil();
 	else if (!strcmp(mode, "two"))
 		test_two();
+	else if (!strcmp(mode, "together"))
+		test_together();
 	else if (!strcmp(mode, "errors"))
 		test_errors();
 	else if (!strcmp(mode, "cycles"))

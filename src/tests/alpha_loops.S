@@ -49,4 +49,46 @@ alpha_fp_loop:
 alpha_fp_loop_end:
 	.size alpha_fp_loop, .-alpha_fp_loop
 
+/* long alpha_both_rounds(const long *p, const long *skew, long rounds):
+ * both counters carrying on one instruction.  Each round is a block of
+ * 4096 `addq (%rdi),%rax` (alpha_both_block .. alpha_both_block_end, 3 bytes
+ * each), an instruction that is a load (LOAD_INSNS, counter 0) and an
+ * integer operate (INTEGER_OPERATE, counter 1) at once, so inside the block
+ * the two counters advance in lock-step and each carries exactly once at
+ * width 12.  They carry on the same instruction only if their residues agree
+ * modulo 4096, which nothing outside the block keeps true; so after each
+ * block the round reads skew[round] (written by the test's handler while the
+ * block ran) and runs that many iterations of a loop that makes two loads and
+ * one integer operate (the dec; jnz is a branch only), moving counter 0 one
+ * event further ahead of counter 1 per iteration.  Everything else between
+ * two blocks is the same instructions every round, so its effect on the
+ * difference is a constant the handler measures from rounds 0 and 1. */
+	.globl alpha_both_rounds, alpha_both_block, alpha_both_block_end, alpha_both_rounds_end
+	.type alpha_both_rounds, @function
+	.balign 64
+alpha_both_rounds:
+	xorl %eax, %eax
+	xorl %r9d, %r9d
+	testq %rdx, %rdx
+	jz 4f
+3:
+alpha_both_block:
+	.rept 4096
+	addq (%rdi), %rax
+	.endr
+alpha_both_block_end:
+	movq (%rsi,%r9,8), %rcx
+	testq %rcx, %rcx
+	jz 2f
+1:	movq (%rdi), %r10
+	movq (%rdi), %r10
+	decq %rcx
+	jnz 1b
+2:	incq %r9
+	cmpq %rdx, %r9
+	jne 3b
+4:	ret
+alpha_both_rounds_end:
+	.size alpha_both_rounds, .-alpha_both_rounds
+
 	.section .note.GNU-stack,"",@progbits
