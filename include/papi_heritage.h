@@ -86,6 +86,23 @@ int papi_heritage_alpha21064_get_os(void);
  * the interrupt being handled.  PAPI_EINVAL elsewhere. */
 int papi_heritage_alpha21064_frame(struct papi_heritage_alpha21064_frame *frame);
 
+/* What delivering counter interrupts has cost, process-wide since libpapi was
+ * loaded: a debugging and benchmarking aid.  Each delivery that reaches
+ * PAPI (a handler or PAPI_profil armed on that counter, threshold reached) is
+ * timed with the time-stamp counter around the frame build and the call to
+ * PAPI's overflow dispatch, which runs the user's handler; interrupts only
+ * counted for PAPI_read are not.  Ticks are rdtsc ticks: the caller converts
+ * (the TSC rate is not the CPU clock on every machine).  The step that made
+ * the interrupt, already paid, is not included. */
+struct papi_heritage_alpha21064_stats {
+	unsigned long long deliveries;      /* dispatches timed */
+	unsigned long long delivery_ticks;  /* their total duration */
+	unsigned long long min_ticks;       /* the shortest (0 if none) */
+	unsigned long long last_ticks;      /* the latest completed one */
+	unsigned long long steps;           /* instructions single-stepped, all threads */
+};
+int papi_heritage_alpha21064_stats(struct papi_heritage_alpha21064_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
