@@ -37,9 +37,10 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() != 0)
 		SKIP("rpmd resets the counters, which needs root");
-	char pidfile[64], logfile[64], interval[] = "--interval=0.01", fg[] = "-f", stop[] = "stop";
-	snprintf(pidfile, sizeof pidfile, "--pidfile=/tmp/rpm_collector.%d.pid", (int)getpid());
-	snprintf(logfile, sizeof logfile, "--log=/tmp/rpm_collector.%d.csv", (int)getpid());
+	char pidfile[512], logfile[512], interval[] = "--interval=0.01", fg[] = "-f", stop[] = "stop";
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir;
+	snprintf(pidfile, sizeof pidfile, "--pidfile=%s/rpm_collector.%d.pid", tmp, (int)getpid());
+	snprintf(logfile, sizeof logfile, "--log=%s/rpm_collector.%d.csv", tmp, (int)getpid());
 	char *daemon_argv[] = { argv[1], fg, interval, logfile, pidfile, NULL };
 
 	pid_t rpmd = fork();

@@ -34,12 +34,16 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
+/* Root: /run.  Others: their runtime directory, else the temporary one. */
 static const char *default_pidfile(void)
 {
-	static char buf[64];
+	static char buf[512];
 	if (geteuid() == 0)
 		return "/run/rpmd.pid";
-	snprintf(buf, sizeof buf, "/tmp/rpmd-%u.pid", (unsigned)geteuid());
+	const char *dir = getenv("XDG_RUNTIME_DIR");
+	if (!dir || !*dir)
+		dir = P_tmpdir;
+	snprintf(buf, sizeof buf, "%s/rpmd-%u.pid", dir, (unsigned)geteuid());
 	return buf;
 }
 
