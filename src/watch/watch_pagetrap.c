@@ -315,81 +315,79 @@ static void thread_unlock(uint64_t old_mask)
 
 /* ---- protected runs ------------------------------------------------------- */
 
-static const struct pt_run *run_at(uintptr_t addr)
+/* The run list of data pages (code = 0) or of code pages (code = 1), and the
+ * protection a closed run of it has: data pages fault on every access, code
+ * pages only on instruction fetches (they stay readable). */
+static struct pt_run *runs_of(int code, _Atomic unsigned **n)
 {
-	unsigned n = atomic_load(&S.nruns);
+	*n = code ? &S.ncruns : &S.nruns;
+	return code ? S.cruns : S.runs;
+}
+
+static const struct pt_run *run_in(int code, uintptr_t addr)
+{
+	_Atomic unsigned *count;
+	const struct pt_run *runs = runs_of(code, &count);
+	unsigned n = atomic_load(count);
 	for (unsigned i = 0; i < n; i++)
-		if (addr >= S.runs[i].lo && addr < S.runs[i].hi)
-			return &S.runs[i];
+		if (addr >= runs[i].lo && addr < runs[i].hi)
+			return &runs[i];
 	return NULL;
 }
 
-/* Without the lock (seqlock read): is addr on a page we protect? */
-static int page_is_protected(uintptr_t addr)
+static const struct pt_run *run_at(uintptr_t addr)
+{
+	return run_in(0, addr);
+}
+
+static const struct pt_run *code_run_at(uintptr_t addr)
+{
+	return run_in(1, addr);
+}
+
+/* Without the lock (seqlock read): is addr on a page we protect (data) or
+ * made non-executable (code)? */
+static int protected_in(int code, uintptr_t addr)
 {
 	for (;;) {
 		uint32_t seq = atomic_load(&S.runs_seq);
 		if (seq & 1)
 			continue;
-		int hit = run_at(addr) != NULL;
+		int hit = run_in(code, addr) != NULL;
 		if (atomic_load(&S.runs_seq) == seq)
 			return hit;
 	}
 }
 
-/* Copy of the runs overlapping [lo, hi), consistent with one another. */
-static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct pt_run *out, unsigned max)
+/* Copy of the runs of one list overlapping [lo, hi), consistent with one
+ * another (seqlock read). */
+static unsigned runs_overlapping_in(int code, uintptr_t lo, uintptr_t hi, struct pt_run *out, unsigned max)
 {
+	_Atomic unsigned *count;
+	const struct pt_run *runs = runs_of(code, &count);
 	for (;;) {
 		uint32_t seq = atomic_load(&S.runs_seq);
 		if (seq & 1)
 			continue;
-		unsigned n = atomic_load(&S.nruns), k = 0;
+		unsigned n = atomic_load(count), k = 0;
 		for (unsigned i = 0; i < n && k < max && i < PT_MAX_RUNS; i++)
-			if (S.runs[i].lo < hi && S.runs[i].hi > lo)
-				out[k++] = S.runs[i];
+			if (runs[i].lo < hi && runs[i].hi > lo)
+				out[k++] = runs[i];
 		if (atomic_load(&S.runs_seq) == seq)
 			return k;
 	}
 }
 
-static const struct pt_run *code_run_at(uintptr_t addr)
+static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct pt_run *out, unsigned max)
 {
-	unsigned n = atomic_load(&S.ncruns);
-	for (unsigned i = 0; i < n; i++)
-		if (addr >= S.cruns[i].lo && addr < S.cruns[i].hi)
-			return &S.cruns[i];
-	return NULL;
-}
-
-/* Without the lock (seqlock read): is addr on a code page we made
- * non-executable? */
-static int code_page_protected(uintptr_t addr)
-{
-	for (;;) {
-		uint32_t seq = atomic_load(&S.runs_seq);
-		if (seq & 1)
-			continue;
-		int hit = code_run_at(addr) != NULL;
-		if (atomic_load(&S.runs_seq) == seq)
-			return hit;
-	}
+	return runs_overlapping_in(0, lo, hi, out, max);
 }
 
 /* Without the lock: does [lo, hi) touch any of our code pages? */
 static int code_runs_overlap(uintptr_t lo, uintptr_t hi)
 {
-	for (;;) {
-		uint32_t seq = atomic_load(&S.runs_seq);
-		if (seq & 1)
-			continue;
-		int hit = 0;
-		unsigned n = atomic_load(&S.ncruns);
-		for (unsigned i = 0; i < n && i < PT_MAX_RUNS; i++)
-			hit |= S.cruns[i].lo < hi && S.cruns[i].hi > lo;
-		if (atomic_load(&S.runs_seq) == seq)
-			return hit;
-	}
+	struct pt_run first;
+	return runs_overlapping_in(1, lo, hi, &first, 1) > 0;
 }
 
 /* ---- counting ------------------------------------------------------------- */
@@ -957,7 +955,7 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	uint64_t err = (uint64_t)uc->uc_mcontext.gregs[REG_ERR];
 
-	if (si->si_code == SEGV_ACCERR && (err & PF_INSTR) && code_page_protected(addr)) {
+	if (si->si_code == SEGV_ACCERR && (err & PF_INSTR) && protected_in(1, addr)) {
 		/* An instruction fetch from watched code. */
 		if (atomic_load(&S.lock_owner) == self && S.win.armed)
 			abort_window(uc); /* a stepped control transfer landed here; it completed */
@@ -997,7 +995,7 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 		chain(sig, si, uc);
 		return;
 	}
-	if (si->si_code != SEGV_ACCERR || !page_is_protected(addr)) {
+	if (si->si_code != SEGV_ACCERR || !protected_in(0, addr)) {
 		if (retry_stale_fault(self, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], addr, si->si_code))
 			return;
 		/* The application's fault inside watched code: its handler may
@@ -1712,15 +1710,7 @@ static int collect_gap(const struct map_entry *e, void *arg)
 	return 0;
 }
 
-/* The run list of data pages (code = 0) or of code pages (code = 1), and the
- * protection a closed run of it has: data pages fault on every access, code
- * pages only on instruction fetches (they stay readable). */
-static struct pt_run *runs_of(int code, _Atomic unsigned **n)
-{
-	*n = code ? &S.ncruns : &S.nruns;
-	return code ? S.cruns : S.runs;
-}
-
+/* A closed run's protection (see runs_of). */
 static int closed_prot(int code, int prot)
 {
 	return code ? prot & ~PROT_EXEC : PROT_NONE;
