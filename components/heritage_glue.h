@@ -39,4 +39,17 @@ static inline int heritage_papi_fail(int neg_errno)
 	return code;
 }
 
+/* The end of a component's ntv_enum_events: key the event it stepped to by
+ * its name in PAPI's native table, as name lookups are keyed.  Otherwise every
+ * enumeration pass adds rows and the same event gets a new PAPI code each
+ * time (papi-component-contract.md, gotcha 8). */
+static inline int heritage_enum_keyed(int rc, unsigned code, int (*code_to_name)(unsigned, char *, int))
+{
+	char name[PAPI_MAX_STR_LEN];
+
+	if (rc == PAPI_OK && code_to_name(code, name, sizeof name) == PAPI_OK)
+		_papi_hwi_set_papi_event_string(name);
+	return rc;
+}
+
 #endif

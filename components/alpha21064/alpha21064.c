@@ -317,17 +317,6 @@ static int alpha_ntv_enum_step(unsigned *code, int modifier)
 	}
 }
 
-/* Keyed by name in PAPI's native table (contract, gotcha 8). */
-static int alpha_ntv_enum_events(unsigned *code, int modifier)
-{
-	char name[PAPI_MAX_STR_LEN];
-	int rc = alpha_ntv_enum_step(code, modifier);
-
-	if (rc == PAPI_OK && alpha_event_format(*code, name, sizeof name) == 0)
-		_papi_hwi_set_papi_event_string(name);
-	return rc;
-}
-
 static int alpha_ntv_name_to_code(const char *name, unsigned *code)
 {
 	return heritage_papi_fail(alpha_event_parse(name, code));
@@ -336,6 +325,12 @@ static int alpha_ntv_name_to_code(const char *name, unsigned *code)
 static int alpha_ntv_code_to_name(unsigned code, char *name, int len)
 {
 	return alpha_event_format(code, name, (size_t)len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static int alpha_ntv_enum_events(unsigned *code, int modifier)
+{
+	int rc = alpha_ntv_enum_step(code, modifier);   /* before *code is read */
+	return heritage_enum_keyed(rc, *code, alpha_ntv_code_to_name);
 }
 
 static const char *source_word(enum alpha_source s)

@@ -195,19 +195,6 @@ static int it2_ntv_enum_step(unsigned *code, int modifier)
 	}
 }
 
-/* Each enumerated event is keyed by its name in PAPI's native table, as
- * name lookups are: otherwise every enumeration pass adds new entries and
- * the same event gets a new PAPI code each time (contract, gotcha 8). */
-static int it2_ntv_enum_events(unsigned *code, int modifier)
-{
-	char name[PAPI_MAX_STR_LEN];
-	int rc = it2_ntv_enum_step(code, modifier);
-
-	if (rc == PAPI_OK && it2_event_format(*code, name, sizeof name) == 0)
-		_papi_hwi_set_papi_event_string(name);
-	return rc;
-}
-
 static int it2_ntv_name_to_code(const char *name, unsigned *code)
 {
 	return heritage_papi_fail(it2_event_parse(name, code));
@@ -216,6 +203,12 @@ static int it2_ntv_name_to_code(const char *name, unsigned *code)
 static int it2_ntv_code_to_name(unsigned code, char *name, int len)
 {
 	return it2_event_format(code, name, len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static int it2_ntv_enum_events(unsigned *code, int modifier)
+{
+	int rc = it2_ntv_enum_step(code, modifier);   /* before *code is read */
+	return heritage_enum_keyed(rc, *code, it2_ntv_code_to_name);
 }
 
 static const char *qualifier_descr(unsigned code)

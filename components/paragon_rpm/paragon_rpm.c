@@ -134,7 +134,7 @@ static int rpm_set_domain(hwd_control_state_t *ctl, int domain)
 	return domain == PAPI_DOM_ALL ? PAPI_OK : PAPI_EINVAL;
 }
 
-static int rpm_ntv_enum_events(unsigned *code, int modifier)
+static int rpm_ntv_enum_step(unsigned *code, int modifier)
 {
 	unsigned idx = *code & RPM_CODE_INDEX_MASK;
 
@@ -170,6 +170,12 @@ static int rpm_ntv_name_to_code(const char *name, unsigned *code)
 static int rpm_ntv_code_to_name(unsigned code, char *name, int len)
 {
 	return rpm_event_format(code, name, len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static int rpm_ntv_enum_events(unsigned *code, int modifier)
+{
+	int rc = rpm_ntv_enum_step(code, modifier);   /* before *code is read */
+	return heritage_enum_keyed(rc, *code, rpm_ntv_code_to_name);
 }
 
 static int rpm_ntv_code_to_descr(unsigned code, char *descr, int len)
