@@ -10,8 +10,7 @@
 
 #include <papi.h>
 #include "papi_heritage.h"
-
-static int heritage_test_failures;
+#include "test_expect.h"
 
 #define CHECK_PAPI(call)                                                                           \
 	do {                                                                                       \
@@ -22,33 +21,6 @@ static int heritage_test_failures;
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
-
-#define EXPECT_EQ(what, got, want)                                                               \
-	do {                                                                                     \
-		long long g_ = (long long)(got), w_ = (long long)(want);                         \
-		if (g_ != w_) {                                                                  \
-			fprintf(stderr, "%s:%d: %s: got %lld, want %lld\n", __FILE__, __LINE__,  \
-			        what, g_, w_);                                                   \
-			heritage_test_failures++;                                                \
-		}                                                                                \
-	} while (0)
-
-#define SKIP(...)                                                                                  \
-	do {                                                                                       \
-		printf("SKIPPED: " __VA_ARGS__);                                                   \
-		printf("\n");                                                                      \
-		exit(77);                                                                          \
-	} while (0)
-
-static inline int heritage_test_done(const char *name)
-{
-	if (heritage_test_failures) {
-		printf("%s: FAILED (%d checks)\n", name, heritage_test_failures);
-		return 1;
-	}
-	printf("%s: PASSED\n", name);
-	return 0;
-}
 
 static inline void heritage_test_init(void)
 {

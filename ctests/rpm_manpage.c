@@ -17,16 +17,7 @@
 
 #include <i860paragon/rpm.h>
 
-static int failures;
-#define EXPECT(cond, ...)                                                         \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fprintf(stderr, "\n");                                    \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
+#include "test_expect.h"
 
 /* ---- RPM(4), EXAMPLES: "reads the RPM global clock and converts the 56-bit
  * time to double-precision seconds (the dclock() functionality)" ---------- */
@@ -169,6 +160,5 @@ int main(void)
 	EXPECT(store_kills(&((struct rpmsoft *)RPMSOFT_BASE_VADDR)->rpms_int), "a store to struct rpmsoft did not raise SIGSEGV");
 	printf("stores to struct rpm and struct rpmsoft: SIGSEGV\n");
 
-	printf("rpm_manpage: %s\n", failures ? "FAILED" : "PASSED");
-	return failures ? 1 : 0;
+	return heritage_test_done("rpm_manpage");
 }

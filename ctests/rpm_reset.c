@@ -15,16 +15,7 @@
 
 #include <i860paragon/rpm.h>
 
-static int failures;
-#define EXPECT(cond, ...)                                                         \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fprintf(stderr, "\n");                                    \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
+#include "test_expect.h"
 
 int main(void)
 {
@@ -87,6 +78,5 @@ int main(void)
 	printf("as root: reset through the writable alias: rpm_east 100 -> 0 -> 10, cpu0 %u cycles %.0f us after, rpm_time kept\n",
 	       cpu0, dt * 1e6);
 	rpm_mesh_leave();
-	printf("rpm_reset: %s\n", failures ? "FAILED" : "PASSED");
-	return failures ? 1 : 0;
+	return heritage_test_done("rpm_reset");
 }
