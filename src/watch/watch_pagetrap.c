@@ -1511,6 +1511,29 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* Every page of [lo, hi) must be mapped and pass check (one of the
+ * check_*mapping functions); 0, or -errno with the reason in why. */
+static int check_pages(int (*check)(const struct map_entry *, void *), const char *kind, unsigned i, uintptr_t lo,
+                       uintptr_t hi, char *why, size_t len)
+{
+	struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), NULL };
+	uint64_t old = thread_lock();
+	int r = maps_for_each(check, &c);
+	thread_unlock(old);
+	if (r < 0) {
+		set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
+		return r;
+	}
+	if (!c.problem && c.lo < c.hi)
+		c.problem = "is not mapped";
+	if (c.problem) {
+		set_why(why, len, "pagetrap: %s range %u [%#lx, %#lx) %s", kind, i, (unsigned long)lo, (unsigned long)hi,
+		        c.problem);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_code_ranges(const struct watch_request *req, char *why, size_t len)
 {
 	/* The engine's own object (libpapi.so, or a program linked with
@@ -1540,21 +1563,9 @@ static int check_code_ranges(const struct watch_request *req, char *why, size_t 
 			        (unsigned long)lo, (unsigned long)hi, libc.name);
 			return -EINVAL;
 		}
-		struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), NULL };
-		uint64_t old = thread_lock();
-		int r = maps_for_each(check_code_mapping, &c);
-		thread_unlock(old);
-		if (r < 0) {
-			set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
+		int r = check_pages(check_code_mapping, "code", i, lo, hi, why, len);
+		if (r)
 			return r;
-		}
-		if (!c.problem && c.lo < c.hi)
-			c.problem = "is not mapped";
-		if (c.problem) {
-			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) %s", i, (unsigned long)lo,
-			        (unsigned long)hi, c.problem);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }
@@ -1640,21 +1651,9 @@ static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
 			set_why(why, len, "pagetrap: data range %u shares a page with the C library's state", i);
 			return -EINVAL;
 		}
-		struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), NULL };
-		uint64_t old = thread_lock();
-		int r = maps_for_each(check_mapping, &c);
-		thread_unlock(old);
-		if (r < 0) {
-			set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
+		int r = check_pages(check_mapping, "data", i, lo, hi, why, len);
+		if (r)
 			return r;
-		}
-		if (!c.problem && c.lo < c.hi)
-			c.problem = "is not mapped";
-		if (c.problem) {
-			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) %s", i, (unsigned long)lo,
-			        (unsigned long)hi, c.problem);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }
