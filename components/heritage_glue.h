@@ -39,6 +39,23 @@ static inline int heritage_papi_fail(int neg_errno)
 	return code;
 }
 
+/* The PAPI_set_opt codes a user-level-only component answers alike: the
+ * domain must be PAPI_DOM_USER, any granularity is the thread's; anything
+ * else is PAPI_ENOSUPP. */
+static inline int heritage_user_level_ctl(int code, _papi_int_option_t *option)
+{
+	switch (code) {
+	case PAPI_DOMAIN:
+	case PAPI_DEFDOM:
+		return option->domain.domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
+	case PAPI_GRANUL:
+	case PAPI_DEFGRN:
+		return PAPI_OK;
+	default:
+		return PAPI_ENOSUPP;
+	}
+}
+
 /* The end of a component's ntv_enum_events: key the event it stepped to by
  * its name in PAPI's native table, as name lookups are keyed.  Otherwise every
  * enumeration pass adds rows and the same event gets a new PAPI code each

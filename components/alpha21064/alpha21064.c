@@ -266,16 +266,7 @@ static int alpha_set_overflow(EventSetInfo_t *ESI, int EventIndex, int threshold
 static int alpha_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 {
 	(void)ctx;
-	switch (code) {
-	case PAPI_DOMAIN:
-	case PAPI_DEFDOM:
-		return option->domain.domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
-	case PAPI_GRANUL:
-	case PAPI_DEFGRN:
-		return PAPI_OK;
-	default:
-		return PAPI_ENOSUPP;
-	}
+	return heritage_user_level_ctl(code, option);
 }
 
 /* Stepping sees user-level instructions only. */

@@ -136,14 +136,8 @@ static int it2_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 		                        &r->start_off, &r->end_off);
 		return heritage_papi_fail(err);
 	}
-	case PAPI_DOMAIN:
-	case PAPI_DEFDOM:
-		return option->domain.domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
-	case PAPI_GRANUL:
-	case PAPI_DEFGRN:
-		return PAPI_OK;
 	default:
-		return PAPI_ENOSUPP;
+		return heritage_user_level_ctl(code, option);
 	}
 }
 
