@@ -38,6 +38,7 @@ int watch_step_active(void);
 struct watch_step_stats {
 	uint64_t steps;      /* instructions reported */
 	uint64_t strays;     /* step traps on threads nobody steps (TF inherited): cleared */
+	uint64_t untagged;   /* step traps the kernel tagged TRAP_BRKPT (DR6.BS lost under KVM) */
 };
 void watch_step_stats(struct watch_step_stats *out);
 
