@@ -20,6 +20,7 @@
 #define PAGE 4096u
 #define ARENA_BYTES (512u * 1024u)
 #define X86_MAX_INSN 15u
+#define X86_HIT_HANDLES 4
 
 typedef bool (*disasm_iter_fn)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
 
@@ -39,6 +40,13 @@ struct x86_state {
 	cs_insn *cls_insn;
 	int cls_ready;
 	_Atomic int cls_lock;
+	/* Breakpoint-hit decoders (watch_x86_effect): several threads can take
+	 * hits at once, and a hit can interrupt a thread inside the decoders
+	 * above, so these share nothing with them. */
+	csh hit_handle[X86_HIT_HANDLES];
+	cs_insn *hit_insn[X86_HIT_HANDLES];
+	_Atomic int hit_lock[X86_HIT_HANDLES];
+	int hit_ready;
 	size_t arena_used;
 	unsigned char arena[ARENA_BYTES] __attribute__((aligned(64)));
 };
@@ -123,6 +131,12 @@ static void x86_open(void)
 	    cs_option(x86.s.cls_handle, CS_OPT_DETAIL, CS_OPT_ON) == CS_ERR_OK &&
 	    (x86.s.cls_insn = cs_malloc(x86.s.cls_handle)) != NULL)
 		x86.s.cls_ready = 1;
+	int hit_ok = !err;
+	for (int i = 0; hit_ok && i < X86_HIT_HANDLES; i++)
+		hit_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &x86.s.hit_handle[i]) == CS_ERR_OK &&
+		         cs_option(x86.s.hit_handle[i], CS_OPT_DETAIL, CS_OPT_ON) == CS_ERR_OK &&
+		         (x86.s.hit_insn[i] = cs_malloc(x86.s.hit_handle[i])) != NULL;
+	x86.s.hit_ready = hit_ok;
 	cs_option(0, CS_OPT_MEM, (size_t)&sys);
 	x86.s.disasm_iter = cs_disasm_iter;
 	x86.s.ready = err == 0;
@@ -587,4 +601,305 @@ int watch_x86_classify(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned
 	}
 	atomic_store(&x86.s.cls_lock, 0);
 	return ok ? 0 : -1;
+}
+
+/* ---- data breakpoint hits -------------------------------------------------- */
+
+/* A free hit decoder, or -1 after a bounded wait (the other threads holding
+ * them finish in microseconds; one never frees while we spin if it is ours,
+ * which cannot happen: a hit handler does not nest in itself). */
+static int hit_take(void)
+{
+	if (!x86.s.hit_ready)
+		return -1;
+	for (long spin = 0; spin < 1000000; spin++) {
+		for (int i = 0; i < X86_HIT_HANDLES; i++) {
+			int expected = 0;
+			if (atomic_compare_exchange_strong(&x86.s.hit_lock[i], &expected, 1))
+				return i;
+		}
+		__builtin_ia32_pause();
+	}
+	return -1;
+}
+
+static void hit_give(int i)
+{
+	atomic_store(&x86.s.hit_lock[i], 0);
+}
+
+/* Legacy prefixes and REX skipped: the offset of the opcode, or avail. */
+static size_t opcode_offset(const uint8_t *b, size_t avail)
+{
+	size_t i = 0;
+	while (i < avail) {
+		switch (b[i]) {
+		case 0xF0: case 0xF2: case 0xF3: case 0x2E: case 0x36: case 0x3E: case 0x26:
+		case 0x64: case 0x65: case 0x66: case 0x67:
+			i++;
+			continue;
+		default:
+			break;
+		}
+		break;
+	}
+	if (i < avail && (b[i] & 0xF0) == 0x40)
+		i++;
+	return i;
+}
+
+int watch_x86_is_rep_store(const uint8_t *bytes, size_t avail)
+{
+	int rep = 0;
+	for (size_t i = 0; i < avail && i < X86_MAX_INSN; i++) {
+		if (bytes[i] == 0xF3 || bytes[i] == 0xF2)
+			rep = 1;
+		else if (bytes[i] != 0xF0 && bytes[i] != 0x2E && bytes[i] != 0x36 && bytes[i] != 0x3E &&
+		         bytes[i] != 0x26 && bytes[i] != 0x64 && bytes[i] != 0x65 && bytes[i] != 0x66 && bytes[i] != 0x67)
+			break;
+	}
+	size_t at = opcode_offset(bytes, avail);
+	if (!rep || at >= avail)
+		return 0;
+	uint8_t op = bytes[at];
+	return op == 0xA4 || op == 0xA5 || op == 0xAA || op == 0xAB;
+}
+
+int watch_x86_length(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *len)
+{
+	int h = hit_take();
+	if (h < 0)
+		return -1;
+	/* Walking a function needs only lengths: without detail capstone is
+	 * several times faster, and CS_OPT_DETAIL only sets a flag. */
+	cs_option(x86.s.hit_handle[h], CS_OPT_DETAIL, CS_OPT_OFF);
+	const uint8_t *code = bytes;
+	uint64_t addr = pc;
+	int ok = x86.s.disasm_iter(x86.s.hit_handle[h], &code, &avail, &addr, x86.s.hit_insn[h]);
+	if (ok)
+		*len = x86.s.hit_insn[h]->size;
+	cs_option(x86.s.hit_handle[h], CS_OPT_DETAIL, CS_OPT_ON);
+	hit_give(h);
+	return ok ? 0 : -1;
+}
+
+/* The 64-bit register a general register name is part of (REG_* index), or
+ * -1: to tell whether an instruction changed a register its address uses. */
+static int reg_family(x86_reg r)
+{
+	static const struct {
+		x86_reg r[4];
+		int greg;
+	} fam[] = {
+		{ { X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL }, REG_RAX },
+		{ { X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL }, REG_RBX },
+		{ { X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL }, REG_RCX },
+		{ { X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL }, REG_RDX },
+		{ { X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL }, REG_RSI },
+		{ { X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL }, REG_RDI },
+		{ { X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL }, REG_RBP },
+		{ { X86_REG_RSP, X86_REG_ESP, X86_REG_SP, X86_REG_SPL }, REG_RSP },
+		{ { X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B }, REG_R8 },
+		{ { X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B }, REG_R9 },
+		{ { X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B }, REG_R10 },
+		{ { X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B }, REG_R11 },
+		{ { X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B }, REG_R12 },
+		{ { X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B }, REG_R13 },
+		{ { X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B }, REG_R14 },
+		{ { X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B }, REG_R15 },
+	};
+	if (r == X86_REG_AH)
+		return REG_RAX;
+	if (r == X86_REG_BH)
+		return REG_RBX;
+	if (r == X86_REG_CH)
+		return REG_RCX;
+	if (r == X86_REG_DH)
+		return REG_RDX;
+	for (unsigned i = 0; i < sizeof fam / sizeof fam[0]; i++)
+		for (unsigned k = 0; k < 4; k++)
+			if (fam[i].r[k] == r)
+				return fam[i].greg;
+	return -1;
+}
+
+/* The instruction writes general register greg (explicitly or implicitly). */
+static int writes_reg(const cs_insn *in, int greg)
+{
+	const cs_detail *d = in->detail;
+	for (unsigned i = 0; i < d->regs_write_count; i++)
+		if (reg_family((x86_reg)d->regs_write[i]) == greg)
+			return 1;
+	const cs_x86 *x = &d->x86;
+	for (unsigned i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_REG && (x->operands[i].access & CS_AC_WRITE) &&
+		    reg_family(x->operands[i].reg) == greg)
+			return 1;
+	return 0;
+}
+
+static int overlaps(uintptr_t a, uint64_t n, uintptr_t lo, uintptr_t hi)
+{
+	return a < hi && a + n > lo;
+}
+
+/* VEX, EVEX or XOP encoded: capstone 4 reports these stores as reads. */
+static int is_vex(const uint8_t *b, size_t avail)
+{
+	size_t at = opcode_offset(b, avail);
+	return at < avail && (b[at] == 0xC4 || b[at] == 0xC5 || b[at] == 0x62 || b[at] == 0x8F);
+}
+
+/* What the accesses found say, folded into the two answers. */
+struct hit_fold {
+	int store_known, store_unknown;  /* a write that covers the word / whose address is unknown */
+	int load_known, load_unknown;    /* likewise for reads, other than the RW operands below */
+	int rw_unknown;                  /* a read-modify-write operand whose address is unknown */
+};
+
+static void fold_access(struct hit_fold *f, int known, int hit, int load, int store)
+{
+	if (!known) {
+		if (load && store)
+			f->rw_unknown = 1;
+		else if (store)
+			f->store_unknown = 1;
+		else if (load)
+			f->load_unknown = 1;
+		return;
+	}
+	if (hit && store)
+		f->store_known = 1;
+	if (hit && load)
+		f->load_known = 1;
+}
+
+/* Legacy string instructions, from the registers after an iteration (or a
+ * group of them: fast-string microcode may report a breakpoint a few
+ * iterations late, so the destination is only known to lie behind RDI). */
+static int fold_string(const cs_insn *in, const uint8_t *bytes, size_t avail, const greg_t *g, uintptr_t lo,
+                       uintptr_t hi, struct hit_fold *f)
+{
+	const cs_x86 *x = &in->detail->x86;
+	size_t at = opcode_offset(bytes, avail);
+	if (at >= avail || x->opcode[0] < 0xA4 || x->opcode[0] > 0xAF || is_vex(bytes, avail))
+		return 0;
+	uint8_t op = x->opcode[0];
+	int is_movs = op == 0xA4 || op == 0xA5, is_stos = op == 0xAA || op == 0xAB;
+	if (!is_movs && !is_stos)
+		return 1; /* lods, cmps, scas write no memory */
+	unsigned esize = 1;
+	if (op & 1)
+		esize = (x->rex & 8) ? 8 : (x->prefix[2] == X86_PREFIX_OPSIZE ? 2 : 4);
+	uint64_t amask = x->prefix[3] == X86_PREFIX_ADDRSIZE ? 0xffffffffu : ~(uint64_t)0;
+	uintptr_t rdi = (uintptr_t)((uint64_t)g[REG_RDI] & amask);
+	uintptr_t rsi = (uintptr_t)((uint64_t)g[REG_RSI] & amask);
+	int down = ((uint64_t)g[REG_EFL] >> 10) & 1;
+	int rep = x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPNE;
+	/* Bound on how far behind RDI a late report can be: the microcode's
+	 * groups are cache-line sized or a little more. */
+	uintptr_t behind = rep ? 4096 : esize;
+	int hit = down ? (lo < rdi + esize + behind && hi > rdi + esize) : (lo < rdi && hi + behind > rdi);
+	fold_access(f, 1, hit, 0, 1);
+	if (is_movs) {
+		/* Each element is copied from the same distance: the source of a
+		 * destination byte in the word is that byte moved by rsi - rdi. */
+		uintptr_t delta = rsi - rdi;
+		int src_hit = rep ? overlaps(lo + delta, hi - lo, lo, hi)
+		                  : overlaps(down ? rsi + esize : rsi - esize, esize, lo, hi);
+		fold_access(f, 1, src_hit, 1, 0);
+	}
+	return 1;
+}
+
+int watch_x86_effect(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc, uintptr_t lo,
+                     uintptr_t hi, struct watch_x86_effect *out)
+{
+	const greg_t *g = uc->uc_mcontext.gregs;
+	int h = hit_take();
+	if (h < 0)
+		return -1;
+	const uint8_t *code = bytes;
+	size_t left = avail;
+	uint64_t addr = pc;
+	cs_insn *in = x86.s.hit_insn[h];
+	if (!x86.s.disasm_iter(x86.s.hit_handle[h], &code, &left, &addr, in)) {
+		hit_give(h);
+		return -1;
+	}
+	out->len = in->size;
+	out->is_call = in->id == X86_INS_CALL;
+	struct hit_fold f = { 0 };
+	const cs_x86 *x = &in->detail->x86;
+	uint64_t rsp = (uint64_t)g[REG_RSP];
+	uint64_t next = pc + in->size;
+
+	if (!fold_string(in, bytes, avail, g, lo, hi, &f)) {
+		int pushes = 0;
+		/* Stack accesses capstone 4 does not list as operands; RSP is
+		 * already moved. */
+		switch (in->id) {
+		case X86_INS_PUSH: case X86_INS_PUSHF: case X86_INS_PUSHFQ: case X86_INS_CALL:
+			fold_access(&f, 1, overlaps((uintptr_t)rsp, 8, lo, hi), 0, 1);
+			pushes = 1;
+			break;
+		case X86_INS_POP: case X86_INS_POPF: case X86_INS_POPFQ:
+			fold_access(&f, 1, overlaps((uintptr_t)(rsp - 8), 8, lo, hi), 1, 0);
+			break;
+		default:
+			break;
+		}
+		int move = (has_prefix(in->mnemonic, "mov") || has_prefix(in->mnemonic, "vmov"));
+		int vex = is_vex(bytes, avail);
+		for (unsigned i = 0; i < x->op_count; i++) {
+			const cs_x86_op *o = &x->operands[i];
+			if (o->type != X86_OP_MEM)
+				continue;
+			int ok = 1, known = 1;
+			uint64_t base = reg_value(o->mem.base, g, next, &ok);
+			uint64_t index = reg_value(o->mem.index, g, next, &ok);
+			int fb = reg_family(o->mem.base), fi = reg_family(o->mem.index);
+			if (pushes && (fb == REG_RSP || fi == REG_RSP)) {
+				/* push/call compute the operand's address before moving RSP. */
+				if (fb == REG_RSP)
+					base += 8;
+				if (fi == REG_RSP)
+					index += 8;
+			} else if (in->id == X86_INS_POP) {
+				/* pop computes a destination's address after moving RSP. */
+			} else if ((fb >= 0 && writes_reg(in, fb)) || (fi >= 0 && writes_reg(in, fi))) {
+				known = 0;
+			}
+			if (!ok)
+				known = 0;
+			uint64_t ea = segment_base(o->mem.segment) + base +
+			              index * (uint64_t)(o->mem.scale ? o->mem.scale : 1) + (uint64_t)o->mem.disp;
+			uint8_t acc = o->access;
+			if (move || (vex && acc == CS_AC_READ && i == 0 && x->op_count > 1))
+				acc = i == 0 ? CS_AC_WRITE : CS_AC_READ; /* capstone 4 calls VEX stores reads */
+			else if (!acc)
+				acc = CS_AC_READ;
+			fold_access(&f, known, overlaps((uintptr_t)ea, o->size ? o->size : 1, lo, hi),
+			            (acc & CS_AC_READ) != 0, (acc & CS_AC_WRITE) != 0);
+		}
+	}
+	hit_give(h);
+
+	if (f.store_known)
+		out->stores = WATCH_X86_YES;
+	else if (f.store_unknown || f.rw_unknown)
+		out->stores = WATCH_X86_MAYBE;
+	else
+		out->stores = WATCH_X86_NO;
+	if (f.load_known)
+		out->loads = WATCH_X86_YES;
+	else if (f.load_unknown)
+		out->loads = WATCH_X86_MAYBE;
+	else if (f.rw_unknown)
+		/* The write to the word came from that operand (YES) unless a known
+		 * write covered it too, in which case its read may lie elsewhere. */
+		out->loads = f.store_known || f.store_unknown ? WATCH_X86_MAYBE : WATCH_X86_YES;
+	else
+		out->loads = WATCH_X86_NO;
+	return 0;
 }

@@ -65,6 +65,41 @@ int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd,
  * only this function takes). */
 int watch_x86_classify(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *len, unsigned *cls);
 
+/* ---- data breakpoint hits (watch_breakpoint.c) -------------------------------
+ * A data breakpoint is a trap: it is raised after the instruction that hit it,
+ * so all the handler has is the registers after that instruction.  These say
+ * what one instruction did to the watched bytes [lo, hi), computed from those
+ * registers.  Async-signal-safe and callable from several threads (a small
+ * pool of capstone handles of their own, each taken with a try-lock, so a
+ * thread never waits for a handle it holds itself). */
+enum watch_x86_answer { WATCH_X86_NO = 0, WATCH_X86_YES = 1, WATCH_X86_MAYBE = 2 };
+
+struct watch_x86_effect {
+	unsigned len;
+	/* It wrote [lo, hi): MAYBE when an address depends on a register the
+	 * instruction itself changed (xadd %rax,(%rax)). */
+	uint8_t stores;
+	/* Had it written [lo, hi), it would also have read it: a read-modify-write
+	 * operand, or a second operand (movs source, push's memory operand) that
+	 * covers the word. */
+	uint8_t loads;
+	uint8_t is_call;
+};
+
+/* bytes[0..avail) is the instruction at pc; uc holds the registers after it
+ * ran (for a rep string instruction: after some iteration).  0, or -1 if it
+ * does not decode or no decoder is free. */
+int watch_x86_effect(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc, uintptr_t lo,
+                     uintptr_t hi, struct watch_x86_effect *out);
+
+/* Just the length of the instruction at pc (for walking a function from its
+ * start): 0, or -1.  Same safety as above. */
+int watch_x86_length(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *len);
+
+/* A rep (or repne) movs or stos: a data breakpoint traps between its
+ * iterations with RIP still on it.  From the bytes alone. */
+int watch_x86_is_rep_store(const uint8_t *bytes, size_t avail);
+
 /* The pages holding the decoder's state, which must never be watched. */
 void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
 
