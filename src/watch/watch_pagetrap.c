@@ -174,6 +174,8 @@ struct pt_state {
 	_Atomic int fpe_claimed;
 	watch_signal_fn fpe_fn;
 	struct sigaction app_fpe;
+	/* The client of SIGTRAPs from perf events (watch_trap_perf_claim). */
+	_Atomic(watch_signal_fn) perf_fn;
 
 	/* A fault on a page we unprotected after the fault happened looks like the
 	 * application's own: it is retried once before it is passed on. */
@@ -1101,11 +1103,42 @@ int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len)
 	return err;
 }
 
+static void ensure_altstack(void);
+
+int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len)
+{
+	int err = ensure_init();
+	if (!err)
+		err = install_handlers();
+	if (err) {
+		set_why(why, len, "signal engine: cannot start (%s)", strerror(-err));
+		return err;
+	}
+	watch_signal_fn none = NULL;
+	if (!atomic_compare_exchange_strong(&S.perf_fn, &none, fn) && none != fn) {
+		set_why(why, len, "signal engine: perf-event SIGTRAPs are already claimed by another client");
+		return -EBUSY;
+	}
+	/* The hit handler runs on the interrupted stack otherwise, and the
+	 * watched word may be just below it. */
+	ensure_altstack();
+	return 0;
+}
+
 __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	greg_t *g = uc->uc_mcontext.gregs;
 	int self = watch_sys_gettid();
+
+	if (si->si_code == WATCH_TRAP_PERF) {
+		/* A perf event's own signal, never a window's or a step's: the
+		 * state below is not touched. */
+		watch_signal_fn fn = atomic_load(&S.perf_fn);
+		if (!fn || !fn(sig, si, uc))
+			chain(sig, si, uc);
+		return;
+	}
 
 	/* The kernel tags a #DB trap TRAP_TRACE from DR6.BS.  Under KVM, DR6 now
 	 * and then arrives without BS: the step trap then comes as TRAP_BRKPT

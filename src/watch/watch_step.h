@@ -69,4 +69,30 @@ int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg);
 typedef int (*watch_signal_fn)(int sig, siginfo_t *si, ucontext_t *uc);
 int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len);
 
+/* SIGTRAP with si_code TRAP_PERF: a perf event opened with attr.sigtrap
+ * (the breakpoint backend's store breakpoint).  glibc 2.36 names neither the
+ * code nor the fields after si_addr, so they are given here. */
+#define WATCH_TRAP_PERF 6
+#define WATCH_TRAP_PERF_FLAG_ASYNC 1u /* SIGTRAP was blocked: the context is not the hit's */
+struct watch_trap_perf_info {
+	uint64_t data;  /* attr.sig_data */
+	uint32_t type;  /* attr.type */
+	uint32_t flags; /* WATCH_TRAP_PERF_FLAG_* */
+};
+static inline struct watch_trap_perf_info watch_trap_perf_info(const siginfo_t *si)
+{
+	struct watch_trap_perf_info i;
+	const unsigned char *p = (const unsigned char *)&si->si_addr + sizeof(void *);
+	__builtin_memcpy(&i, p, sizeof i);
+	return i;
+}
+
+/* A client for those SIGTRAPs, run from the engine's SIGTRAP handler (one
+ * SIGTRAP handler for the process, so page-trap windows, stepping and the
+ * application's own handler keep working): fn returns non-zero for a signal
+ * it handled; the others go to the application.  One client, re-claiming with
+ * the same fn is allowed.  Also gives the calling thread one of the engine's
+ * signal stacks if it has none.  Thread context.  0, or -errno with why. */
+int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len);
+
 #endif
