@@ -14,6 +14,11 @@
  * Coarse sets get their range before their events (as PAPI's data_range.c
  * does); exact sets get :exact=1 events first.
  *
+ * "rmw" (only when asked: the instrument backend cannot see inline asm) counts
+ * one watched word under read-modify-write instructions (addl, lock xadd,
+ * incq), plain stores and plain loads, in exact mode: a read-modify-write is
+ * one load and one store on every backend.
+ *
  * -v prints the seed-style report (used by make demo).  The backend is chosen
  * by libpapi (PAPI_HERITAGE_ITANIUM2_BACKEND forces one); the report names it.
  */
@@ -35,6 +40,7 @@ static char guard_before[GUARD] WATCHED;
 static int array1[NUM] WATCHED, array2[NUM] WATCHED;
 int *volatile parray1 WATCHED, *volatile parray2 WATCHED, *volatile parray3 WATCHED;
 static volatile long sink WATCHED;
+static long rmw_word WATCHED __attribute__((aligned(8)));
 static int array3[NUM] WATCHED;
 static char guard_after[GUARD] WATCHED;
 static int verbose;
@@ -66,6 +72,59 @@ __attribute__((noinline)) static void do_static_work(long loop)
 	for (long i = 0; i < loop; i++)
 		sum += array1[i] + array2[i] + array3[i];
 	sink = sum;
+}
+
+/* Per pass: 3 read-modify-writes, 1 store, 1 load of rmw_word. */
+__attribute__((noinline)) static long do_rmw_work(long loop)
+{
+	long v = 1, sum = 0;
+
+	for (long i = 0; i < loop; i++) {
+		__asm__ volatile("addl $1, %0" : "+m"(rmw_word));
+		__asm__ volatile("lock xaddq %0, %1" : "+r"(v), "+m"(rmw_word));
+		__asm__ volatile("incq %0" : "+m"(rmw_word));
+		__asm__ volatile("movq %1, %0" : "=m"(rmw_word) : "r"(i));
+		long x;
+		__asm__ volatile("movq %1, %0" : "=r"(x) : "m"(rmw_word));
+		sum += x;
+	}
+	return sum;
+}
+
+static void measure_rmw(void)
+{
+	int set = PAPI_NULL;
+	PAPI_option_t opt;
+	long long values[2];
+	char backend[32];
+	const long passes = 1000;
+
+	CHECK_PAPI(PAPI_create_eventset(&set));
+	CHECK_PAPI(PAPI_assign_eventset_component(set, cidx));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=1"));
+	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED:exact=1"));
+	memset(&opt, 0, sizeof opt);
+	opt.addr.eventset = set;
+	opt.addr.start = (vptr_t)&rmw_word;
+	opt.addr.end = (vptr_t)(&rmw_word + 1);
+	CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+	CHECK_PAPI(PAPI_start(set));
+	long sum = do_rmw_work(passes);
+	CHECK_PAPI(PAPI_stop(set, values));
+	CHECK_PAPI(papi_heritage_itanium2_backend(set, backend, sizeof backend));
+	const char *want_backend = getenv("DATA_RANGE_EXPECT_BACKEND");
+	if (want_backend && strcmp(want_backend, backend) != 0) {
+		fprintf(stderr, "rmw_word: counted by the %s backend, expected %s\n", backend, want_backend);
+		heritage_test_failures++;
+	}
+	EXPECT_EQ("rmw sum", sum, passes * (passes - 1) / 2);
+	EXPECT_EQ("rmw loads_retired", values[0], 4 * passes);
+	EXPECT_EQ("rmw stores_retired", values[1], 4 * passes);
+	if (verbose)
+		printf("rmw_word (exact mode, %s backend): loads_retired %lld, stores_retired %lld (expected %ld each)\n\n",
+		       backend, values[0], values[1], 4 * passes);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
 }
 
 static long overlap_elems(const void *base, long n, long size, uintptr_t lo, uintptr_t hi)
@@ -174,7 +233,7 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "TESTS_QUIET") == 0 || strcmp(argv[i], "-q") == 0)
 			verbose = 0;
 		else
-			only = argv[i];   /* pointers | malloc | static */
+			only = argv[i];   /* pointers | malloc | static | rmw */
 	}
 	heritage_test_init();
 	cidx = PAPI_get_component_index("itanium2");
@@ -189,6 +248,11 @@ int main(int argc, char **argv)
 	if (!guard_lo || !parray1 || !parray2 || !parray3 || !guard_hi) {
 		fprintf(stderr, "out of memory\n");
 		return 1;
+	}
+	if (only && strcmp(only, "rmw") == 0) {
+		measure_rmw();
+		PAPI_shutdown();
+		return heritage_test_done("data_range");
 	}
 	for (int exact = 0; exact <= 1; exact++) {
 		if (!only || strcmp(only, "pointers") == 0) {
