@@ -33,10 +33,14 @@
  * The handler reads memory (instruction bytes, the return address) through
  * /proc/self/mem: a load of its own could be the watched word, or unmapped.
  *
- * Costs: each store hit is a #DB trap plus a signal (about 14 us on the
- * reference VM, against 11 us for a hit counted without a signal), more the
- * first time an instruction is seen (its function is decoded); loads cost a
- * trap, misses nothing.
+ * Costs: a store hit is a #DB trap plus a signal and the handler.  Measured on
+ * the 2-core test VM with a build running alongside, 20 000 stores into the
+ * word: 16.5 us per hit with both breakpoints counting (the old scheme), 20.7
+ * us with the signal and this handler; in a second, more loaded run 23 us
+ * counting, 26 us with the signal and an empty handler, 29 us with this
+ * handler (a cached boundary, one pread, one decode).  The first
+ * hit of an instruction also decodes its function from the start.  Loads cost
+ * a trap, misses nothing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
