@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #define ALPHA_NCOUNTERS 2
+#define ALPHA_HOST_CANDIDATES 4
 
 /* Where an event's count comes from in the software (single-step) backend. */
 enum alpha_source {
@@ -42,10 +43,15 @@ struct alpha_event {
 	enum alpha_source sw_source;
 	enum alpha_feed feed;
 	const char *sw_why;    /* for unavailable events: why, for the error message */
-	/* Where a core PMU exists (facilities.md 2(d)): the host event, by its
-	 * libpfm4 / perf name, and whether it counts the same thing. */
-	const char *host_event;
-	const char *host_honesty; /* "yes", "yes-ish", "approx", "modelled", "no honest source" */
+	/* The core-PMU backend (alpha_pmu.h; facilities.md 2(d)): libpfm4 event
+	 * strings tried in order, the first the host encodes and opens wins.
+	 * PMU-specific names come first because the generic perf:: ones encode
+	 * on any machine (libpfm4's perf PMU needs no hardware) and are the
+	 * coarser analogue where both exist. */
+	const char *host[ALPHA_HOST_CANDIDATES];
+	unsigned host_scale;       /* host events per Alpha count: 2 for ISSUES (pairs); 0 means 1 */
+	const char *host_honesty;  /* facilities.md 2(d): "yes", "yes-ish", "approx"; NULL: unavailable */
+	const char *host_why;      /* for events a PMU cannot count either: why */
 };
 
 extern const struct alpha_event alpha_events[];
