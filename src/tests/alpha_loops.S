@@ -91,4 +91,24 @@ alpha_both_block_end:
 alpha_both_rounds_end:
 	.size alpha_both_rounds, .-alpha_both_rounds
 
+/* void alpha_touch_pages(char *p, long npages): one byte store per 4096-byte
+ * page, for the core-PMU backend's tests, whose stand-in event is the page
+ * fault: on fresh anonymous pages each store faults exactly once, at
+ * alpha_touch_store. */
+	.globl alpha_touch_pages, alpha_touch_store, alpha_touch_pages_end
+	.type alpha_touch_pages, @function
+	.balign 64
+alpha_touch_pages:
+	testq %rsi, %rsi
+	jz 2f
+1:
+alpha_touch_store:
+	movb $1, (%rdi)
+	addq $4096, %rdi
+	decq %rsi
+	jnz 1b
+2:	ret
+alpha_touch_pages_end:
+	.size alpha_touch_pages, .-alpha_touch_pages
+
 	.section .note.GNU-stack,"",@progbits

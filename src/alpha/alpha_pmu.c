@@ -1,0 +1,444 @@
+/*
+ * The core-PMU backend (alpha_pmu.h): libpfm4 encodes, perf_event_open
+ * samples, a realtime signal delivers.
+ */
+#include <linux/perf_event.h> /* before libpfm4's copy, which then defers to it */
+#include <perfmon/pfmlib_perf_event.h>
+
+#include "alpha/alpha_pmu.h"
+#include "common/heritage_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+int alpha_backend_parse(const char *value, enum alpha_backend *b)
+{
+	if (!value || !*value || strcasecmp(value, "auto") == 0)
+		*b = ALPHA_BACKEND_AUTO;
+	else if (strcasecmp(value, "software") == 0 || strcasecmp(value, "sw") == 0)
+		*b = ALPHA_BACKEND_SOFTWARE;
+	else if (strcasecmp(value, "pmu") == 0)
+		*b = ALPHA_BACKEND_PMU;
+	else
+		return heritage_fail(-EINVAL, "alpha21064: PAPI_HERITAGE_ALPHA21064_BACKEND=%s: the backends are "
+		                     "auto (default), software and pmu", value);
+	return 0;
+}
+
+const char *alpha_backend_name(enum alpha_backend b)
+{
+	switch (b) {
+	case ALPHA_BACKEND_SOFTWARE: return "software";
+	case ALPHA_BACKEND_PMU: return "pmu";
+	default: return "auto";
+	}
+}
+
+static int pfm_ready(void)
+{
+	/* Idempotent, and cheap once done; called before every use because
+	 * PAPI_shutdown's pfm_terminate (papi_libpfm4_events.c) may have run
+	 * since the last one. */
+	int rc = pfm_initialize();
+	if (rc != PFM_SUCCESS)
+		return heritage_fail(-ENODEV, "alpha21064: libpfm4 cannot initialise: %s", pfm_strerror(rc));
+	return 0;
+}
+
+int alpha_pmu_detect(char *name, size_t len)
+{
+	int err = pfm_ready();
+	if (err)
+		return err;
+	for (int p = PFM_PMU_NONE + 1; p < PFM_PMU_MAX; p++) {
+		pfm_pmu_info_t info;
+		memset(&info, 0, sizeof info);
+		info.size = sizeof info;
+		if (pfm_get_pmu_info((pfm_pmu_t)p, &info) != PFM_SUCCESS || !info.is_present ||
+		    info.type != PFM_PMU_TYPE_CORE)
+			continue;
+		if (name && len)
+			snprintf(name, len, "%s", info.name);
+		return 0;
+	}
+	return heritage_fail(-ENODEV, "alpha21064: libpfm4 finds no core PMU on this machine");
+}
+
+int alpha_pmu_encode(const char *host, unsigned width, unsigned scale, struct perf_event_attr *attr)
+{
+	struct perf_event_attr a;
+	pfm_perf_encode_arg_t arg;
+	int err = pfm_ready();
+
+	if (err)
+		return err;
+	if (!host || !attr || width > 40 || scale == 0)
+		return heritage_fail(-EINVAL, "alpha21064: bad host event request");
+	memset(&a, 0, sizeof a);
+	memset(&arg, 0, sizeof arg);
+	arg.attr = &a;
+	arg.size = sizeof arg;
+	/* PFM_PLM3: user level only, as the 21064's per-process (PME) mode
+	 * counted the program and not the OS serving it. */
+	int rc = pfm_get_os_event_encoding(host, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+	if (rc != PFM_SUCCESS)
+		return heritage_fail(rc == PFM_ERR_NOTFOUND ? -ENOENT : -EINVAL, "alpha21064: libpfm4 cannot encode "
+		                     "%s: %s", host, pfm_strerror(rc));
+	/* libpfm4 leaves size 0 ("its" layout); the kernel wants ours. */
+	a.size = sizeof a;
+	a.sample_period = (uint64_t)scale << width;
+	a.sample_type = PERF_SAMPLE_IP;
+	a.read_format = 0;
+	a.disabled = 1;
+	a.inherit = 0;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.wakeup_events = 1; /* a signal per carry: the 21064 interrupted on each */
+	*attr = a;
+	return 0;
+}
+
+static int perf_open(const struct perf_event_attr *attr)
+{
+	return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void join_names(char *buf, size_t len, const char *const *names, unsigned n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && names[i] && used < len; i++) {
+		int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+}
+
+int alpha_pmu_resolve(unsigned code, const char *stand_in, int try_open, struct perf_event_attr *attr,
+                      const char **host)
+{
+	const struct alpha_event *e = alpha_event_of(code);
+	const char *one[1] = { stand_in };
+	const char *const *cand;
+	unsigned ncand, scale, encoded = 0;
+	int open_errno = 0;
+	const char *open_failed = NULL;
+
+	if (!e)
+		return heritage_fail(-ENOENT, "alpha21064: event code %#x is not an alpha21064 event", code);
+	if (!stand_in && !e->host_honesty)
+		return heritage_fail(-ENOTSUP, "alpha21064: %s cannot be counted by the core-PMU backend either: %s",
+		                     e->name, e->host_why);
+	cand = stand_in ? one : e->host;
+	ncand = stand_in ? 1 : ALPHA_HOST_CANDIDATES;
+	scale = stand_in || !e->host_scale ? 1 : e->host_scale;
+	for (unsigned i = 0; i < ncand && cand[i]; i++) {
+		struct perf_event_attr a;
+		if (alpha_pmu_encode(cand[i], alpha_code_width(code), scale, &a) != 0)
+			continue; /* not this PMU's name: the next candidate may be */
+		encoded++;
+		if (try_open) {
+			int fd = perf_open(&a);
+			if (fd < 0) {
+				if (!open_failed || errno == EACCES || errno == EPERM) {
+					open_errno = errno;
+					open_failed = cand[i];
+				}
+				continue;
+			}
+			close(fd);
+		}
+		*attr = a;
+		if (host)
+			*host = cand[i];
+		return 0;
+	}
+
+	char names[256], pmu[64] = "no core PMU";
+	join_names(names, sizeof names, cand, ncand);
+	int have_pmu = alpha_pmu_detect(pmu, sizeof pmu) == 0;
+	if (!encoded)
+		return heritage_fail(-ENOTSUP, "alpha21064: %s: libpfm4 (%s%s) knows none of its host events (%s); "
+		                     "this PMU has no analogue of it", e->name, have_pmu ? "core PMU " : "", pmu, names);
+	if (open_errno == EACCES || open_errno == EPERM)
+		return heritage_fail(-EPERM, "alpha21064: %s: perf_event_open(%s) refused: %s; lower "
+		                     "/proc/sys/kernel/perf_event_paranoid (2 allows user-level counting of one's own "
+		                     "threads) or grant CAP_PERFMON", e->name, open_failed, strerror(open_errno));
+	return heritage_fail(-ENODEV, "alpha21064: %s: the kernel cannot count %s (perf_event_open: %s): this "
+	                     "machine has no usable core PMU (libpfm4 reports %s%s; a VM without PMU passthrough "
+	                     "looks like this); PAPI_HERITAGE_ALPHA21064_BACKEND=software selects the single-step "
+	                     "backend", e->name, open_failed, strerror(open_errno), have_pmu ? "core PMU " : "", pmu);
+}
+
+/* ------------------------------------------------------------ the rings */
+
+static size_t page_size(void)
+{
+	static size_t ps;
+	if (!ps)
+		ps = (size_t)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+/* A record may wrap around the end of the data area. */
+static void ring_copy(void *dst, const char *data, uint64_t size, uint64_t off, size_t n)
+{
+	uint64_t at = off % size;
+	size_t first = at + n <= size ? n : (size_t)(size - at);
+	memcpy(dst, data + at, first);
+	if (first < n)
+		memcpy((char *)dst + first, data, n - first);
+}
+
+/* Deliver every record in counter c's ring.  Runs in the signal handler or
+ * in stop with the signal blocked: never twice at once on one ring. */
+static void drain(struct alpha_pmu_run *r, unsigned c, ucontext_t *uc)
+{
+	struct perf_event_mmap_page *m = r->ring[c];
+	if (!r->open[c] || !m)
+		return;
+	const char *data = (const char *)m + page_size();
+	uint64_t size = (uint64_t)ALPHA_PMU_RING_PAGES * page_size();
+	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = m->data_tail;
+
+	while (head - tail >= sizeof(struct perf_event_header)) {
+		struct perf_event_header h;
+		ring_copy(&h, data, size, tail, sizeof h);
+		if (h.size < sizeof h || head - tail < h.size)
+			break; /* cannot happen with a sane kernel; never loop on it */
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + sizeof(uint64_t)) {
+			uint64_t ip;
+			ring_copy(&ip, data, size, tail + sizeof h, sizeof ip);
+			r->interrupts[c]++;
+			if (r->deliver && r->running)
+				r->deliver(r->deliver_arg, c, ip, uc);
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 2 * sizeof(uint64_t)) {
+			uint64_t lost;
+			ring_copy(&lost, data, size, tail + sizeof h + sizeof(uint64_t), sizeof lost);
+			r->lost[c] += lost;
+		} else if (h.type == PERF_RECORD_THROTTLE) {
+			r->throttled[c]++;
+		}
+		tail += h.size;
+	}
+	__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* The run started on this thread: the signal is directed here (F_OWNER_TID),
+ * so the handler finds its run without a lock. */
+static __thread struct alpha_pmu_run *thread_run;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	struct alpha_pmu_run *r = thread_run;
+	int saved = errno;
+	(void)sig;
+	(void)si;
+	if (r && r->running)
+		for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
+			drain(r, c, ucv);
+	errno = saved;
+}
+
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static int handler_err;
+
+static void install_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(ALPHA_PMU_SIGNAL, &sa, NULL) != 0)
+		handler_err = -errno;
+}
+
+/* ------------------------------------------------------------ the run */
+
+static void close_counter(struct alpha_pmu_run *r, unsigned c)
+{
+	if (!r->open[c])
+		return;
+	if (r->ring[c])
+		munmap(r->ring[c], (ALPHA_PMU_RING_PAGES + 1) * page_size());
+	close(r->fd[c]);
+	r->ring[c] = NULL;
+	r->fd[c] = -1;
+	r->open[c] = 0;
+}
+
+static int open_counter(struct alpha_pmu_run *r, unsigned c, pid_t tid, char *why, size_t len)
+{
+	const char *step = "perf_event_open";
+	int fd = perf_open(&r->attr[c]);
+	void *ring = MAP_FAILED;
+	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = tid };
+
+	if (fd < 0)
+		goto fail;
+	step = "mmap of the sample ring";
+	ring = mmap(NULL, (ALPHA_PMU_RING_PAGES + 1) * page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ring == MAP_FAILED)
+		goto fail;
+	step = "fcntl (O_ASYNC, F_SETSIG, F_SETOWN_EX)";
+	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, ALPHA_PMU_SIGNAL) != 0 ||
+	    fcntl(fd, F_SETOWN_EX, &owner) != 0)
+		goto fail;
+	r->fd[c] = fd;
+	r->ring[c] = ring;
+	r->open[c] = 1;
+	return 0;
+fail:;
+	int err = -errno;
+	if (ring != MAP_FAILED)
+		munmap(ring, (ALPHA_PMU_RING_PAGES + 1) * page_size());
+	if (fd >= 0)
+		close(fd);
+	if (why && len)
+		snprintf(why, len, "alpha21064: counter %u (%s): %s failed: %s", c, r->host[c], step, strerror(-err));
+	return err;
+}
+
+int alpha_pmu_select(struct alpha_pmu_run *r, const unsigned *codes, unsigned n, const char *stand_in,
+                     unsigned *pos)
+{
+	struct alpha_select sel;
+	struct perf_event_attr attr[ALPHA_NCOUNTERS];
+	const char *host[ALPHA_NCOUNTERS] = { NULL, NULL };
+	unsigned where[ALPHA_NCOUNTERS + 1] = { 0 }, code[ALPHA_NCOUNTERS] = { 0, 0 };
+
+	if (n > ALPHA_NCOUNTERS)
+		return heritage_fail(-EBUSY, "alpha21064: the 21064 has two counters; an event set holds at most one "
+		                     "event on each");
+	int err = alpha_select_events(&sel, codes, n, 1, where);
+	if (err)
+		return err;
+	memset(attr, 0, sizeof attr);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned c = where[i];
+		err = alpha_pmu_resolve(codes[i], stand_in, 1, &attr[c], &host[c]);
+		if (err)
+			return err;
+		code[c] = codes[i];
+	}
+	alpha_pmu_close(r);
+	r->sel = sel;
+	r->stand_in = stand_in;
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++) {
+		r->code[c] = code[c];
+		r->attr[c] = attr[c];
+		r->host[c] = host[c];
+	}
+	for (unsigned i = 0; pos && i < n; i++)
+		pos[i] = where[i];
+	return 0;
+}
+
+int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	if (thread_run && thread_run != r && thread_run->running) {
+		if (why && len)
+			snprintf(why, len, "alpha21064: another alpha21064 event set is already running on this thread "
+			         "(one 21064 per thread)");
+		return -EBUSY;
+	}
+	pthread_once(&handler_once, install_handler);
+	if (handler_err) {
+		if (why && len)
+			snprintf(why, len, "alpha21064: cannot install the overflow signal handler: %s",
+			         strerror(-handler_err));
+		return handler_err;
+	}
+	/* Counts belong to the thread that opened them (pid 0): started on
+	 * another thread, the set gets that thread's counters. */
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
+		if (r->open[c] && r->tid != tid)
+			close_counter(r, c);
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++) {
+		if (!r->sel.used[c] || r->open[c])
+			continue;
+		int err = open_counter(r, c, tid, why, len);
+		if (err) {
+			for (unsigned k = 0; k < ALPHA_NCOUNTERS; k++)
+				close_counter(r, k);
+			return err;
+		}
+	}
+	r->tid = tid;
+	memset(r->interrupts, 0, sizeof r->interrupts);
+	memset(r->lost, 0, sizeof r->lost);
+	memset(r->throttled, 0, sizeof r->throttled);
+	thread_run = r;
+	r->running = 1;
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++) {
+		if (r->open[c] && ioctl(r->fd[c], PERF_EVENT_IOC_ENABLE, 0) != 0) {
+			int err = -errno;
+			alpha_pmu_stop(r);
+			if (why && len)
+				snprintf(why, len, "alpha21064: cannot enable %s: %s", r->host[c], strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+void alpha_pmu_stop(struct alpha_pmu_run *r)
+{
+	sigset_t block, old;
+	ucontext_t uc;
+
+	if (!r->running)
+		return;
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
+		if (r->open[c])
+			ioctl(r->fd[c], PERF_EVENT_IOC_DISABLE, 0);
+	/* A carry whose signal has not been handled yet is still delivered,
+	 * from here; the handler must not drain the same ring meanwhile.  Its
+	 * handler sees the context of the stop, the nearest there is. */
+	sigemptyset(&block);
+	sigaddset(&block, ALPHA_PMU_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	getcontext(&uc);
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
+		drain(r, c, &uc);
+	r->running = 0;
+	if (thread_run == r)
+		thread_run = NULL;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void alpha_pmu_reset(struct alpha_pmu_run *r)
+{
+	memset(r->interrupts, 0, sizeof r->interrupts);
+	memset(r->lost, 0, sizeof r->lost);
+	memset(r->throttled, 0, sizeof r->throttled);
+}
+
+void alpha_pmu_close(struct alpha_pmu_run *r)
+{
+	alpha_pmu_stop(r);
+	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
+		close_counter(r, c);
+}
+
+int alpha_pmu_host_count(const struct alpha_pmu_run *r, unsigned c, uint64_t *count)
+{
+	if (c >= ALPHA_NCOUNTERS || !r->open[c])
+		return -EINVAL;
+	return read(r->fd[c], count, sizeof *count) == (ssize_t)sizeof *count ? 0 : -errno;
+}
