@@ -5,10 +5,14 @@
  * the overflow path under many start/stop cycles and a second thread.
  *
  *   alpha_overflow loads|profil|two|together|errors|cycles|threads
+ *   alpha_overflow backend       the backend choice (auto, pmu, software)
+ *   alpha_overflow pmu_sampling  the core-PMU path end to end, on page faults
  *
  * Each mode runs in its own process: the emulated counters keep their
  * residue from one run to the next, as the chip's did, so a mode's first run
- * starts from an empty counter.
+ * starts from an empty counter.  The modes up to threads test the software
+ * backend's exact counts and PCs, so they force it (a machine with a PMU
+ * would otherwise get the PMU backend, whose PCs have skid).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -17,7 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <linux/perf_event.h>
 
 #include "heritage_test.h"
 
@@ -26,6 +32,8 @@ void alpha_mix_loop(long *p, long n);
 long alpha_both_rounds(const long *p, const long *skew, long rounds);
 extern const char alpha_load_loop_end[], alpha_mix_loop_end[];
 extern const char alpha_both_block[], alpha_both_block_end[];
+void alpha_touch_pages(char *p, long npages);
+extern const char alpha_touch_store[];
 
 static long data[4] = { 1, 2, 3, 4 };
 
@@ -424,9 +432,151 @@ static void test_threads(void)
 		EXPECT_EQ("main: PC in its loop", in_range(main_calls.pc[i], alpha_load_loop, alpha_load_loop_end), 1);
 }
 
+static void expect_backend(const char *what, int es, const char *want)
+{
+	char name[32] = "?";
+	CHECK_PAPI(papi_heritage_alpha21064_backend(es, name, sizeof name));
+	if (strcmp(name, want) != 0) {
+		fprintf(stderr, "%s: backend %s, want %s\n", what, name, want);
+		heritage_test_failures++;
+	}
+}
+
+/* Whether this machine's kernel counts hardware events for us: decides what
+ * auto must choose, and both outcomes are asserted. */
+static int kernel_has_pmu(void)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_CPU_CYCLES;
+	a.disabled = a.exclude_kernel = a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* The backend variable is read when events are added. */
+static void test_backend(void)
+{
+	int pmu = kernel_has_pmu();
+	int es = PAPI_NULL;
+	printf("this machine: %s\n", pmu ? "the kernel opens hardware events (core PMU)" : "no usable core PMU");
+
+	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	CHECK_PAPI(PAPI_create_eventset(&es));
+	EXPECT_RC("empty set: backend call", papi_heritage_alpha21064_backend(es, (char[8]){ 0 }, 8), PAPI_ENOCMP);
+	CHECK_PAPI(PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"));
+	expect_backend("auto", es, pmu ? "pmu" : "software");
+	/* An event only a PMU can count: auto counts it there, or says why not. */
+	EXPECT_RC("auto: BRANCH_MISPREDICTS", PAPI_add_named_event(es, "alpha21064:::BRANCH_MISPREDICTS"),
+	          pmu ? PAPI_OK : PAPI_ENOSUPP);
+	if (!pmu) /* the software backend's reason, not auto's failed PMU try */
+		EXPECT(strstr(papi_heritage_last_error(), "branch prediction") != NULL, "message: %s",
+		       papi_heritage_last_error());
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	EXPECT_RC("not an alpha21064 set", papi_heritage_alpha21064_backend(12345, (char[8]){ 0 }, 8), PAPI_ENOEVST);
+
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	CHECK_PAPI(PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"));
+	expect_backend("software", es, "software");
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	EXPECT_RC("pmu: LOAD_INSNS", PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"),
+	          pmu ? PAPI_OK : PAPI_ENOSUPP);
+	if (!pmu) {
+		EXPECT(strstr(papi_heritage_last_error(), "no usable core PMU") != NULL, "message: %s",
+		       papi_heritage_last_error());
+		EXPECT(strstr(papi_heritage_last_error(), "PAPI_HERITAGE_ALPHA21064_BACKEND=software") != NULL,
+		       "message: %s", papi_heritage_last_error());
+		/* Nothing was added, so nothing starts. */
+		EXPECT_RC("pmu: start of the empty set", PAPI_start(es), PAPI_EINVAL);
+	} else {
+		expect_backend("pmu", es, "pmu");
+	}
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	/* No PMU counts PALcode time: refused with the reason, PMU or not. */
+	EXPECT_RC("pmu: PAL_MODE", PAPI_add_named_event(es, "alpha21064:::PAL_MODE"), PAPI_ENOSUPP);
+	EXPECT(strstr(papi_heritage_last_error(), "PALcode") != NULL, "message: %s", papi_heritage_last_error());
+
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu", 1);
+	EXPECT_RC("unknown backend", PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS"), PAPI_EINVAL);
+	EXPECT(strstr(papi_heritage_last_error(), "auto (default), software and pmu") != NULL, "message: %s",
+	       papi_heritage_last_error());
+	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+}
+
+/* The PMU path through PAPI, on a machine with or without a PMU: page faults
+ * stand in for the hardware event (PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT),
+ * and STORE_INSNS:width=8 on 3 x 256 + 128 fresh pages carries exactly 3
+ * times, each at the loop's store; PAPI_profil's histogram has them all in
+ * the store's bucket. */
+static void test_pmu_sampling(void)
+{
+	const long n = 3 * 256 + 128;
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
+	int es = PAPI_NULL;
+	CHECK_PAPI(PAPI_create_eventset(&es));
+	int rc = PAPI_add_named_event(es, "alpha21064:::STORE_INSNS:width=8");
+	if (rc != PAPI_OK && strstr(papi_heritage_last_error(), "perf_event_open"))
+		SKIP("the kernel refuses even a software sampling event here: %s", papi_heritage_last_error());
+	CHECK_PAPI(rc);
+	expect_backend("test event", es, "pmu");
+	int code = code_of("alpha21064:::STORE_INSNS:width=8");
+	CHECK_PAPI(PAPI_overflow(es, code, 256, 0, handler));
+	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_UNIX));
+
+	char *p = mmap(NULL, 2 * n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "mmap failed\n");
+		exit(1);
+	}
+	madvise(p, 2 * n * 4096, MADV_NOHUGEPAGE); /* a fault per 4 KiB page */
+	begin_calls(&main_calls, es);
+	long long v = -1;
+	CHECK_PAPI(PAPI_start(es));
+	alpha_touch_pages(p, n);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("handler calls", main_calls.n, 3);
+	EXPECT_EQ("PAPI_stop value (interrupts x 256)", v, 3 * 256);
+	EXPECT_EQ("calls from elsewhere", main_calls.foreign, 0);
+	for (int i = 0; i < main_calls.n && i < MAX_CALLS; i++) {
+		EXPECT_EQ("handler PC is the store", main_calls.pc[i], (uintptr_t)alpha_touch_store);
+		EXPECT_EQ("overflow vector", main_calls.vec[i], 1);
+		EXPECT_EQ("frame available", main_calls.frame_rc[i], PAPI_OK);
+		EXPECT_EQ("frame a2 = counter 1", main_calls.frame[i].a2, 1);
+		EXPECT_EQ("frame pc", main_calls.frame[i].pc, main_calls.pc[i]);
+	}
+
+	/* PAPI_profil on the second half of the pages: the residue (128 + what
+	 * start and stop faulted) plus 896 make 4 carries, all on the store. */
+	unsigned short buf[64];
+	memset(buf, 0, sizeof buf);
+	CHECK_PAPI(PAPI_overflow(es, code, 0, 0, handler));
+	CHECK_PAPI(PAPI_profil(buf, sizeof buf, (vptr_t)alpha_touch_pages, 65536, es, code, 256, PAPI_PROFIL_POSIX));
+	CHECK_PAPI(PAPI_start(es));
+	alpha_touch_pages(p + n * 4096, n);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("second run: interrupts x 256 (residue carried over)", v, 4 * 256);
+	unsigned bucket = (unsigned)((uintptr_t)alpha_touch_store - (uintptr_t)alpha_touch_pages) / 2;
+	long total = 0;
+	for (unsigned i = 0; i < sizeof buf / sizeof buf[0]; i++)
+		total += buf[i];
+	EXPECT_EQ("profil: samples in the store's bucket", buf[bucket], 4);
+	EXPECT_EQ("profil: samples in all", total, 4);
+	munmap(p, 2 * n * 4096);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "loads";
+	if (strcmp(mode, "backend") != 0 && strcmp(mode, "pmu_sampling") != 0)
+		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	int rc = PAPI_library_init(PAPI_VER_CURRENT);
 	if (rc != PAPI_VER_CURRENT) {
 		fprintf(stderr, "PAPI_library_init: %d (%s)\n", rc, PAPI_strerror(rc));
@@ -450,6 +600,10 @@ int main(int argc, char **argv)
 		test_cycles(argc > 2 ? atoi(argv[2]) : 10000);
 	else if (!strcmp(mode, "threads"))
 		test_threads();
+	else if (!strcmp(mode, "backend"))
+		test_backend();
+	else if (!strcmp(mode, "pmu_sampling"))
+		test_pmu_sampling();
 	else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		return 2;

@@ -86,6 +86,13 @@ int papi_heritage_alpha21064_get_os(void);
  * the interrupt being handled.  PAPI_EINVAL elsewhere. */
 int papi_heritage_alpha21064_frame(struct papi_heritage_alpha21064_frame *frame);
 
+/* The backend an alpha21064 event set counts with, chosen when its events
+ * are added (PAPI_HERITAGE_ALPHA21064_BACKEND=auto|software|pmu): "pmu"
+ * (core-PMU sampling through perf_event), "software" (single-stepping), or
+ * "none" while the set is empty.  Returns PAPI_OK, PAPI_ENOEVST or
+ * PAPI_ENOCMP (not an alpha21064 set). */
+int papi_heritage_alpha21064_backend(int EventSet, char *name, int len);
+
 /* What delivering counter interrupts has cost, process-wide since libpapi was
  * loaded: a debugging and benchmarking aid.  Each delivery that reaches
  * PAPI (a handler or PAPI_profil armed on that counter, threshold reached) is

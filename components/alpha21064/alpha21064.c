@@ -3,13 +3,21 @@
  * counters that cannot be read and speak only through overflow interrupts,
  * behind PAPI_overflow and PAPI_profil.  The events are src/alpha/alpha_events.c,
  * the counter rules and frames src/alpha/alpha_model.c, the single-step
- * backend src/alpha/alpha_sw.c; this file is the papi_vector_t glue.
- * See alpha21064(3).
+ * backend src/alpha/alpha_sw.c, the core-PMU backend src/alpha/alpha_pmu.c;
+ * this file is the papi_vector_t glue.  See alpha21064(3).
  *
  * Overflow is "hardware" to PAPI (hardware_intr = 1): PAPI_overflow reaches
- * set_overflow here, and each emulated counter interrupt is handed to
+ * set_overflow here, and each counter interrupt is handed to
  * _papi_hwi_dispatch_overflow_signal with the PC of the instruction that
- * made it, from the stepping thread's SIGTRAP handler.
+ * made it, from the stepping thread's SIGTRAP handler (software) or the
+ * sample ring's signal handler (core PMU).
+ *
+ * The backend is chosen when events are added (update_control_state), from
+ * PAPI_HERITAGE_ALPHA21064_BACKEND: auto takes the PMU when the kernel opens
+ * every event of the set there, else single-stepping; pmu and software force
+ * one.  PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT (tests only) puts one
+ * libpfm4 event in place of every host event, so the PMU path runs on a
+ * machine without a PMU.
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,6 +25,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "papi.h"
 #include "papi_internal.h"
@@ -27,6 +36,7 @@
 #include "../heritage_glue.h"
 #include "alpha/alpha_events.h"
 #include "alpha/alpha_model.h"
+#include "alpha/alpha_pmu.h"
 #include "alpha/alpha_sw.h"
 #include "watch/watch_step.h"
 #include "common/heritage_env.h"
@@ -48,7 +58,9 @@ typedef struct {
 	int64_t irq_per_call[ALPHA_NCOUNTERS]; /* PAPI_overflow threshold / 2^width; 0: no handler */
 	uint64_t irq_pending[ALPHA_NCOUNTERS]; /* interrupts since the last handler call */
 	long long values[ALPHA_NCOUNTERS];
+	int backend;                  /* ALPHA_BACKEND_SOFTWARE or _PMU; 0 while the set is empty */
 	struct alpha_sw_run run;
+	struct alpha_pmu_run pmu;
 } alpha_control_t;
 
 /* The operating system whose interrupt frame handlers see: per process. */
@@ -101,12 +113,62 @@ static int alpha_init_control_state(hwd_control_state_t *ctl)
 	return PAPI_OK;
 }
 
+static const struct alpha_select *selection(const alpha_control_t *c)
+{
+	return c->backend == ALPHA_BACKEND_PMU ? &c->pmu.sel : &c->run.sel;
+}
+
+static const uint64_t *interrupts(const alpha_control_t *c)
+{
+	return c->backend == ALPHA_BACKEND_PMU ? c->pmu.interrupts : c->run.interrupts;
+}
+
+/* The backend for a new selection (the file comment).  0 or -errno with the
+ * message; "no PMU" is -ENOTSUP, which PAPI reports as PAPI_ENOSUPP. */
+static int choose_backend(alpha_control_t *c, const unsigned *codes, unsigned n, unsigned *pos)
+{
+	enum alpha_backend want;
+	struct alpha_select sel;
+	int err = alpha_backend_parse(heritage_env("alpha21064", "backend"), &want);
+
+	if (err)
+		return err;
+	alpha_pmu_close(&c->pmu);
+	if (n == 0) {
+		c->backend = 0;
+		return 0;
+	}
+	const char *test_event = heritage_env("alpha21064", "pmu_test_event");
+	if (want == ALPHA_BACKEND_PMU || (want == ALPHA_BACKEND_AUTO && (test_event || alpha_pmu_usable()))) {
+		/* auto's failed try is not the user's error: the message the
+		 * user sees is the software backend's, or whatever was there. */
+		char before[1024];
+		snprintf(before, sizeof before, "%s", heritage_last_error());
+		err = alpha_pmu_select(&c->pmu, codes, n, test_event, pos);
+		if (err == 0) {
+			c->backend = ALPHA_BACKEND_PMU;
+			return 0;
+		}
+		if (want == ALPHA_BACKEND_PMU)
+			return err == -ENODEV ? -ENOTSUP : err;
+		if (before[0])
+			heritage_fail_msg(0, before);
+		else
+			heritage_clear_error();
+	}
+	err = alpha_select_events(&sel, codes, n, 0, pos);
+	if (err)
+		return err;
+	c->run.sel = sel;
+	c->backend = ALPHA_BACKEND_SOFTWARE;
+	return 0;
+}
+
 static int alpha_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *native, int count,
                                       hwd_context_t *ctx)
 {
 	alpha_control_t *c = ctl;
 	unsigned codes[ALPHA_NCOUNTERS + 1] = { 0 }, pos[ALPHA_NCOUNTERS + 1] = { 0 };
-	struct alpha_select sel;
 	(void)ctx;
 
 	if (count > ALPHA_NCOUNTERS) {
@@ -116,7 +178,7 @@ static int alpha_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *na
 	}
 	for (int i = 0; i < count; i++)
 		codes[i] = (unsigned)native[i].ni_event;
-	int err = alpha_select_events(&sel, codes, (unsigned)count, 0, pos);
+	int err = choose_backend(c, codes, (unsigned)count, pos);
 	if (err)
 		return heritage_papi_fail(err);
 	c->ncodes = (unsigned)count;
@@ -127,7 +189,6 @@ static int alpha_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *na
 		c->counter_of[i] = pos[i];
 		c->pos_of[pos[i]] = i;
 	}
-	c->run.sel = sel;
 	/* Overflow settings follow the events; PAPI re-applies set_overflow. */
 	memset(c->irq_per_call, 0, sizeof c->irq_per_call);
 	return PAPI_OK;
@@ -171,21 +232,21 @@ static int alpha_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	alpha_context_t *t = ctx;
 	alpha_control_t *c = ctl;
 	char why[512];
-	const char *backend = heritage_env("alpha21064", "backend");
+	int err;
 
-	if (backend && strcmp(backend, "software") != 0 && strcmp(backend, "auto") != 0) {
-		heritage_fail(-ENOTSUP, "alpha21064: PAPI_HERITAGE_ALPHA21064_BACKEND=%s: only the software "
-		              "(single-step) backend is implemented; the core-PMU mapping is documented in "
-		              "alpha21064(3)", backend);
-		return heritage_papi_fail(-ENOTSUP);
-	}
-	c->run.cpu = &t->cpu;
-	c->run.hz = nominal_hz();
-	c->run.deliver = alpha_deliver;
-	c->run.deliver_arg = c;
 	memset(c->irq_pending, 0, sizeof c->irq_pending);
 	why[0] = '\0';
-	int err = alpha_sw_start(&c->run, why, sizeof why);
+	if (c->backend == ALPHA_BACKEND_PMU) {
+		c->pmu.deliver = alpha_deliver;
+		c->pmu.deliver_arg = c;
+		err = alpha_pmu_start(&c->pmu, why, sizeof why);
+	} else {
+		c->run.cpu = &t->cpu;
+		c->run.hz = nominal_hz();
+		c->run.deliver = alpha_deliver;
+		c->run.deliver_arg = c;
+		err = alpha_sw_start(&c->run, why, sizeof why);
+	}
 	if (err) {
 		heritage_fail_msg(err, why);
 		return heritage_papi_fail(err);
@@ -198,6 +259,7 @@ static int alpha_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	alpha_control_t *c = ctl;
 	(void)ctx;
 	alpha_sw_stop(&c->run);
+	alpha_pmu_stop(&c->pmu);
 	return PAPI_OK;
 }
 
@@ -209,7 +271,7 @@ static int alpha_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **
 	(void)flags;
 	for (unsigned i = 0; i < c->ncodes; i++) {
 		unsigned k = c->counter_of[i];
-		c->values[i] = alpha_estimate(c->run.interrupts[k], c->run.sel.width[k]);
+		c->values[i] = alpha_estimate(interrupts(c)[k], selection(c)->width[k]);
 	}
 	*values = c->values;
 	return PAPI_OK;
@@ -222,6 +284,7 @@ static int alpha_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	alpha_control_t *c = ctl;
 	(void)ctx;
 	alpha_sw_reset(&c->run);
+	alpha_pmu_reset(&c->pmu);
 	return PAPI_OK;
 }
 
@@ -238,6 +301,7 @@ static int alpha_cleanup_eventset(hwd_control_state_t *ctl)
 {
 	alpha_control_t *c = ctl;
 	alpha_sw_stop(&c->run);
+	alpha_pmu_close(&c->pmu);
 	return PAPI_OK;
 }
 
@@ -255,7 +319,7 @@ static int alpha_set_overflow(EventSetInfo_t *ESI, int EventIndex, int threshold
 		c->irq_per_call[k] = 0;
 		return PAPI_OK;
 	}
-	int64_t per = alpha_threshold_interrupts(threshold, c->run.sel.width[k], alpha_event_of(c->codes[pos])->name);
+	int64_t per = alpha_threshold_interrupts(threshold, selection(c)->width[k], alpha_event_of(c->codes[pos])->name);
 	if (per < 0)
 		return heritage_papi_fail((int)per);
 	c->irq_per_call[k] = per;
@@ -269,7 +333,8 @@ static int alpha_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 	return heritage_user_level_ctl(code, option);
 }
 
-/* Stepping sees user-level instructions only. */
+/* Stepping sees user-level instructions only; the PMU backend counts only
+ * them too (exclude_kernel), as the 21064's per-process mode did. */
 static int alpha_set_domain(hwd_control_state_t *ctl, int domain)
 {
 	(void)ctl;
@@ -324,6 +389,18 @@ static int alpha_ntv_enum_events(unsigned *code, int modifier)
 	return heritage_enum_keyed(rc, *code, alpha_ntv_code_to_name);
 }
 
+/* Where an event's count comes from with the backend auto would choose
+ * (or the one forced): listings say what adding it would give here. */
+static enum alpha_source event_source(const struct alpha_event *e)
+{
+	const char *b = heritage_env("alpha21064", "backend");
+	int pmu = b && strcasecmp(b, "pmu") == 0 ? 1
+	          : b && *b && strcasecmp(b, "auto") != 0 ? 0 : alpha_pmu_usable();
+	if (!pmu)
+		return e->sw_source;
+	return e->host_honesty ? ALPHA_MEASURED : ALPHA_UNAVAILABLE;
+}
+
 static const char *source_word(enum alpha_source s)
 {
 	return s == ALPHA_MEASURED ? "measured" : s == ALPHA_MODELLED ? "modelled" : "unavailable";
@@ -340,7 +417,7 @@ static int alpha_ntv_code_to_descr(unsigned code, char *descr, int len)
 		         e->counter, 1ul << alpha_code_width(code), alpha_code_width(code));
 	else
 		snprintf(descr, (size_t)len, "%s (counter %u, %s here; readable only through overflow)", e->desc,
-		         e->counter, source_word(e->sw_source));
+		         e->counter, source_word(event_source(e)));
 	return PAPI_OK;
 }
 
@@ -375,7 +452,22 @@ int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts
 	if (!e)
 		return PAPI_ENOEVNT;
 	facts->caps = PAPI_HERITAGE_CAP_OVERFLOW | PAPI_HERITAGE_CAP_PROFILE | PAPI_HERITAGE_CAP_UNREADABLE;
-	facts->source = sources[e->sw_source];
+	facts->source = sources[event_source(e)];
+	return PAPI_OK;
+}
+
+HERITAGE_PUBLIC int papi_heritage_alpha21064_backend(int EventSet, char *name, int len)
+{
+	EventSetInfo_t *ESI = _papi_hwi_lookup_EventSet(EventSet);
+
+	if (!ESI)
+		return PAPI_ENOEVST;
+	if (ESI->CmpIdx != _alpha21064_vector.cmp_info.CmpIdx || !ESI->ctl_state)
+		return PAPI_ENOCMP;
+	if (!name || len <= 0)
+		return PAPI_EINVAL;
+	const alpha_control_t *c = ESI->ctl_state;
+	snprintf(name, (size_t)len, "%s", c->backend ? alpha_backend_name((enum alpha_backend)c->backend) : "none");
 	return PAPI_OK;
 }
 
@@ -435,7 +527,7 @@ papi_vector_t _alpha21064_vector = {
 	.cmp_info = {
 		.name = "alpha21064",
 		.short_name = "alpha21064",
-		.description = "Alpha 21064 overflow-only counters, single-step emulation (papi-heritage)",
+		.description = "Alpha 21064 overflow-only counters: core-PMU sampling or single-step emulation (papi-heritage)",
 		.version = "0.1",
 		.support_version = "n/a",
 		.kernel_version = "n/a",

@@ -113,6 +113,30 @@ static int perf_open(const struct perf_event_attr *attr)
 	return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+static int usable;
+static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
+
+static void probe_usable(void)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_CPU_CYCLES;
+	a.disabled = a.exclude_kernel = a.exclude_hv = 1;
+	int saved = errno, fd = perf_open(&a);
+	usable = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+}
+
+int alpha_pmu_usable(void)
+{
+	pthread_once(&usable_once, probe_usable);
+	return usable;
+}
+
 static void join_names(char *buf, size_t len, const char *const *names, unsigned n)
 {
 	size_t used = 0;

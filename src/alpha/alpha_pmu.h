@@ -53,6 +53,11 @@ const char *alpha_backend_name(enum alpha_backend b);
  * passthrough can still report one: only perf_event_open decides. */
 int alpha_pmu_detect(char *name, size_t len);
 
+/* 1 if the kernel opens a user-level hardware cycles event for this
+ * thread (a core PMU is there and usable), else 0.  Probed once per
+ * process, quietly: for listings, which must not overwrite the last error. */
+int alpha_pmu_usable(void);
+
 /* Encode the libpfm4 event string `host` as an overflow-only sampling event
  * for the calling thread: sample_period = scale x 2^width, PERF_SAMPLE_IP,
  * user level only, disabled.  0, -ENOENT (libpfm4 does not know it on this
