@@ -66,18 +66,41 @@ static int tsc_trusted(void)
 	return constant && nonstop && clocksource;
 }
 
+/* One TSC reading matched to CLOCK_BOOTTIME: the TSC read between two clock
+ * reads, at their midpoint.  A pair whose clock reads lie further apart than
+ * RPM_TSC_BRACKET_NS was split by preemption or a vCPU stall and is refused:
+ * an anchor from it would be off by up to the stall (a first slope measured
+ * across a stall made rpm_time run 1.4 s ahead under load, and the
+ * never-backwards rule kept it there). */
+static int tsc_pair(uint64_t *tsc, uint64_t *ns)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t n0 = rpm_clock_boottime_ns(), t = __rdtsc(), n1 = rpm_clock_boottime_ns();
+		if (n1 - n0 <= RPM_TSC_BRACKET_NS) {
+			*tsc = t;
+			*ns = n0 + (n1 - n0) / 2;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int choose_mode(void)
 {
 	const char *v = heritage_env("PARAGON_RPM", "CLOCK");
 	if ((v && strcmp(v, "vdso") == 0) || !tsc_trusted())
 		return MODE_VDSO;
-	/* The first slope from 50 us of both clocks: good to ~1e-3, enough for
-	 * the first 100 us interval; later anchors measure it over longer. */
-	uint64_t t0 = __rdtsc(), n0 = rpm_clock_boottime_ns(), t1, n1;
-	do {
-		t1 = __rdtsc();
-		n1 = rpm_clock_boottime_ns();
-	} while (n1 - n0 < 50000);
+	/* The first slope from 200 us between two clean pairs: good to ~1e-5,
+	 * plenty for the first 100 us interval; later anchors measure it over
+	 * longer.  No clean pair in 100 tries: the clock itself is unusable
+	 * for this, read CLOCK_BOOTTIME. */
+	uint64_t t0, n0, t1, n1;
+	if (tsc_pair(&t0, &n0) != 0)
+		return MODE_VDSO;
+	while (rpm_clock_boottime_ns() - n0 < RPM_TSC_FIRST_SLOPE_NS)
+		;
+	if (tsc_pair(&t1, &n1) != 0)
+		return MODE_VDSO;
 	struct rpm_tsc_clock c;
 	if (rpm_tsc_clock_init(&c, t0, n0, t1, n1) != 0)
 		return MODE_VDSO;
@@ -96,9 +119,13 @@ static int reanchor(void)
 		return 0;
 	unsigned s = atomic_load_explicit(&K.seq, memory_order_relaxed);
 	struct rpm_tsc_clock c = K.c[s & 1];
-	/* The TSC read between two clock reads, matched to their midpoint. */
-	uint64_t n0 = rpm_clock_boottime_ns(), t = __rdtsc(), n1 = rpm_clock_boottime_ns();
-	rpm_tsc_clock_anchor(&c, t, n0 + (n1 - n0) / 2);
+	uint64_t t, ns;
+	if (tsc_pair(&t, &ns) != 0) {
+		/* Stalled every time: extrapolate a while longer, try again later. */
+		atomic_flag_clear_explicit(&K.writer, memory_order_release);
+		return 0;
+	}
+	rpm_tsc_clock_anchor(&c, t, ns);
 	/* The latch: readers move to the other copy while this one changes. */
 	atomic_store_explicit(&K.seq, s + 1, memory_order_release);
 	atomic_thread_fence(memory_order_release);

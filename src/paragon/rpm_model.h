@@ -56,6 +56,10 @@ static inline double rpm_ticks_to_seconds(uint64_t ticks)
 #define RPM_TSC_GUARD_NS 1000ULL
 #define RPM_TSC_STEP_NS 1000000ULL
 #define RPM_TSC_SLEW_PPM 10000ULL /* 1% */
+/* A TSC reading is matched to the clock only if the clock reads around it
+ * lie within this; the first slope is measured over RPM_TSC_FIRST_SLOPE_NS. */
+#define RPM_TSC_BRACKET_NS 2000ULL
+#define RPM_TSC_FIRST_SLOPE_NS 200000ULL
 struct rpm_tsc_clock {
 	uint64_t tsc0, ns0;          /* start of the slope's measurement */
 	uint64_t tsc_base, ns_base;  /* the anchor */
