@@ -199,6 +199,7 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 	memcpy(s->codes, codes, n * sizeof codes[0]);
 	s->n = n;
 	s->need_live = need_live;
+	s->time_only = !need_live && n == 1 && rpm_events[codes[0] & RPM_CODE_INDEX_MASK].kind == RPM_K_TIME;
 	s->need_fpe = need_fpe;
 	memset(s->values, 0, sizeof s->values);
 	return 0;
@@ -310,17 +311,14 @@ void rpm_set_stop(struct rpm_set *s)
 	}
 }
 
-void rpm_set_read(struct rpm_set *s)
+/* Out of line so that the rpm_time-only read below needs no stack frame for
+ * the sample arrays. */
+__attribute__((noinline)) static void read_sampled(struct rpm_set *s)
 {
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks, count;
 	double seconds;
 
-	if (!s->need_live && s->n == 1 && rpm_events[s->codes[0] & RPM_CODE_INDEX_MASK].kind == RPM_K_TIME) {
-		/* The common fast case: one clock read. */
-		s->values[0] = (long long)rpm_now_ticks();
-		return;
-	}
 	sample(s, &live, cum, &ticks);
 	for (unsigned i = 0; i < s->n; i++) {
 		const struct rpm_event *e = rpm_event_of(s->codes[i]);
@@ -332,4 +330,14 @@ void rpm_set_read(struct rpm_set *s)
 			s->values[i] = (long long)(e->absolute ? count : count - s->start[i]);
 		}
 	}
+}
+
+void rpm_set_read(struct rpm_set *s)
+{
+	if (s->time_only) {
+		/* The common fast case: one clock read. */
+		s->values[0] = (long long)rpm_now_ticks();
+		return;
+	}
+	read_sampled(s);
 }

@@ -65,6 +65,7 @@ struct rpm_set {
 	unsigned n;
 	unsigned codes[RPM_MAX_EVENTS];
 	int need_live;                    /* bus or soft counters: read /proc */
+	int time_only;                    /* just rpm_time: PAPI_read is one clock read */
 	int need_fpe;                     /* FP trap counts: trap in this thread while started */
 	int fpe_on;                       /* rpm_fpe_thread_enable() done by rpm_set_start */
 	uint64_t start[RPM_MAX_EVENTS];   /* integer counts at start */
