@@ -76,6 +76,9 @@ static struct {
 	/* The /proc sample, shared by the handlers and the component. */
 	uint64_t sample_ns;
 	struct rpm_host_sample sample;
+	/* Per-CPU perf counts, read with the files: reading another CPU's
+	 * event costs the kernel an IPI (tens of us on a VM). */
+	uint64_t perf[RPM_MAX_CPUS][RPM_PERF_NCOUNTS];
 	char buf[SAMPLE_BUF];
 } P = { .lock = ATOMIC_FLAG_INIT, .rpm_fd = -1 };
 
@@ -133,7 +136,8 @@ static int slurp(const char *path)
 }
 
 /* Under the lock.  The files change at tick granularity (4 ms at HZ=250),
- * so re-reading them more often than max_age buys nothing. */
+ * so re-reading them more often than max_age buys nothing; the perf counts
+ * are read with them so that one sample is one instant. */
 static void sample_locked(uint64_t now, uint64_t max_age_ns)
 {
 	if (P.sample_ns && now - P.sample_ns < max_age_ns)
@@ -145,6 +149,8 @@ static void sample_locked(uint64_t now, uint64_t max_age_ns)
 		rpm_parse_interrupts(P.buf, &P.sample);
 	if (slurp("/proc/net/dev") == 0)
 		rpm_parse_netdev(P.buf, &P.sample);
+	for (unsigned i = 0; i < P.ncpus; i++)
+		rpm_perf_read(i, P.perf[i]);
 	errno = saved;
 	P.sample_ns = now;
 }
@@ -186,8 +192,7 @@ static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns
 		unsigned os = P.pu_os[i];
 		live->idle_s[i] = (double)P.sample.idle_ticks[os] / (double)P.clk_tck;
 		live->interrupts[i] = P.sample.interrupts[os];
-		uint64_t k[RPM_PERF_NCOUNTS];
-		rpm_perf_read(i, k);
+		const uint64_t *k = P.perf[i];
 		live->syscalls[i] = k[RPM_SYSCALLS];
 		live->faults[i] = k[RPM_PF_ALL];
 		live->faults_resolved[i] = k[RPM_PF_MIN] + k[RPM_PF_MAJ];
