@@ -31,18 +31,31 @@
 #define NUM 16384
 #define GUARD 100000     /* below malloc's mmap threshold: stays on the heap */
 
-/* The watched statics live in a section of their own between two guards
- * (and the file is built with -fno-toplevel-reorder, so in this order): a
- * coarse cover then reaches only what this test accounts for, not the
- * GOT, which every PLT call loads and a trap backend would rightly count. */
-#define WATCHED __attribute__((section(".bss.data_range")))
-static char guard_before[GUARD] WATCHED;
-static int array1[NUM] WATCHED, array2[NUM] WATCHED;
-int *volatile parray1 WATCHED, *volatile parray2 WATCHED, *volatile parray3 WATCHED;
-static volatile long sink WATCHED;
-static long rmw_word WATCHED __attribute__((aligned(8)));
-static int array3[NUM] WATCHED;
-static char guard_after[GUARD] WATCHED;
+/* The watched statics live in a section of their own between two guards,
+ * in this order: a coarse cover then reaches only what this test accounts
+ * for, not the GOT, which every PLT call loads and a trap backend would
+ * rightly count.  gcc keeps the order with -fno-toplevel-reorder.  clang has
+ * no such option; it emits definitions with an initialiser in source order
+ * but defers tentative ones and drops unreferenced statics (the guards), so
+ * each has an initialiser and the used attribute.  main checks the layout.
+ *
+ * The counts are of instructions as the compiler emitted them.  gcc's
+ * builds here are scalar (-fno-tree-vectorize, or instrumented, which gcc
+ * does before vectorising); clang vectorises the static-array loops after
+ * instrumenting, and the clang build says so with DATA_RANGE_VECTOR_BYTES=16:
+ * one access per 16-byte vector of those arrays.  The malloc'd arrays stay
+ * scalar on every build (each element reloads its volatile pointer). */
+#define WATCHED __attribute__((section(".bss.data_range"), used))
+static char guard_before[GUARD] WATCHED = { 0 };
+static int array1[NUM] WATCHED = { 0 }, array2[NUM] WATCHED = { 0 };
+int *volatile parray1 WATCHED = NULL, *volatile parray2 WATCHED = NULL, *volatile parray3 WATCHED = NULL;
+static volatile long sink WATCHED = 0;
+static long rmw_word WATCHED __attribute__((aligned(8))) = 0;
+static int array3[NUM] WATCHED = { 0 };
+static char guard_after[GUARD] WATCHED = { 0 };
+#ifndef DATA_RANGE_VECTOR_BYTES
+#define DATA_RANGE_VECTOR_BYTES sizeof(int)   /* scalar: one access per element */
+#endif
 static int verbose;
 static int cidx;
 
@@ -62,7 +75,10 @@ __attribute__((noinline)) static void do_malloc_work(long loop)
 
 __attribute__((noinline)) static void do_static_work(long loop)
 {
-	long sum = 0;
+	/* 32 bits (the sum, 6 * NUM * (NUM - 1) / 2, fits): with a long sum
+	 * clang widens each element and loads 8 bytes at a time; so the load
+	 * pass is 16-byte vectors like the store pass. */
+	unsigned int sum = 0;
 
 	for (long i = 0; i < loop; i++) {
 		array1[i] = (int)i;
@@ -146,7 +162,9 @@ static void expected_accesses(uintptr_t lo, uintptr_t hi, long long *loads, long
 
 	*loads = *stores = 0;
 	for (int k = 0; k < 6; k++) {
-		long n = overlap_elems(arrays[k], NUM, sizeof(int), lo, hi);
+		/* The static arrays (k >= 3): one access per vector where vectorised. */
+		long size = k >= 3 ? (long)DATA_RANGE_VECTOR_BYTES : (long)sizeof(int);
+		long n = overlap_elems(arrays[k], NUM * (long)sizeof(int) / size, size, lo, hi);
 		*loads += n;
 		*stores += n;
 	}
@@ -238,6 +256,25 @@ int main(int argc, char **argv)
 	heritage_test_init();
 	cidx = PAPI_get_component_index("itanium2");
 
+	/* Every watched object between the guards, and the vector-counted
+	 * arrays aligned to their vectors (the compiler's loops start at the
+	 * array's first element, so vectors are the aligned 16-byte blocks). */
+	const void *objs[] = { array1, array2, array3, (const void *)&parray1, (const void *)&parray2,
+			       (const void *)&parray3, (const void *)&sink, &rmw_word };
+	for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++) {
+		if ((const char *)objs[k] < guard_before + GUARD || (const char *)objs[k] >= guard_after) {
+			fprintf(stderr, "data_range: watched object %zu at %p is not between the guards "
+				"(%p..%p): the compiler reordered the statics\n",
+				k, objs[k], (void *)(guard_before + GUARD), (void *)guard_after);
+			return 1;
+		}
+		if (k < 3 && (uintptr_t)objs[k] % DATA_RANGE_VECTOR_BYTES != 0) {
+			fprintf(stderr, "data_range: array%zu at %p is not %d-byte aligned\n", k + 1, objs[k],
+				(int)DATA_RANGE_VECTOR_BYTES);
+			return 1;
+		}
+	}
+
 	/* Guards keep the coarse covers of the malloc'd arrays inside memory
 	 * this test owns, so nothing else (PAPI's own heap objects) is counted. */
 	void *guard_lo = malloc(GUARD);
@@ -283,8 +320,6 @@ int main(int argc, char **argv)
 	}
 	free(guard_lo);
 	free(guard_hi);
-	(void)guard_before;
-	(void)guard_after;
 	PAPI_shutdown();
 	return heritage_test_done("data_range");
 }
