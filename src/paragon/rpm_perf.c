@@ -23,9 +23,26 @@ static struct {
 	int tp_fd[RPM_MAX_CPUS];               /* raw_syscalls:sys_enter, alone */
 } F;
 
-static int perf_open(struct perf_event_attr *a, int cpu, int group)
+/* Count k system-wide on one CPU, in group (or alone with -1).  A refusal
+ * on one CPU is recorded for the whole count: a partial sum would pass for
+ * the whole. */
+static int open_count(int k, unsigned type, unsigned long long config, unsigned cpu, int group)
 {
-	return (int)syscall(SYS_perf_event_open, a, -1, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = type;
+	a.config = config;
+	if (group >= 0 || type == PERF_TYPE_SOFTWARE)
+		a.read_format = PERF_FORMAT_GROUP;
+	int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)cpu, group, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		F.err[k] = -errno;
+		snprintf(F.why[k], sizeof F.why[k],
+		         "perf_event_open (system-wide on CPU %u): %s (needs perf_event_paranoid <= 0 or root)", cpu,
+		         strerror(errno));
+	}
+	return fd;
 }
 
 int rpm_parse_tracefs_mount(const char *mounts, char *buf, unsigned len)
@@ -92,20 +109,10 @@ void rpm_perf_open(unsigned ncpus, const unsigned *os)
 		F.tp_fd[i] = -1;
 		if (F.err[RPM_SYSCALLS])
 			continue;
-		struct perf_event_attr a;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = PERF_TYPE_TRACEPOINT;
-		a.config = (unsigned long long)tp;
-		F.tp_fd[i] = perf_open(&a, (int)os[i], -1);
-		if (F.tp_fd[i] < 0) {
-			F.err[RPM_SYSCALLS] = -errno;
-			snprintf(F.why[RPM_SYSCALLS], sizeof F.why[RPM_SYSCALLS],
-			         "perf_event_open (system-wide on CPU %u): %s (needs perf_event_paranoid <= 0 or root)",
-			         os[i], strerror(errno));
-			for (unsigned j = 0; j < i; j++) /* refused on one CPU: a partial sum would pass for the whole */
+		F.tp_fd[i] = open_count(RPM_SYSCALLS, PERF_TYPE_TRACEPOINT, (unsigned long long)tp, os[i], -1);
+		if (F.tp_fd[i] < 0)
+			for (unsigned j = 0; j < i; j++)
 				close(F.tp_fd[j]), F.tp_fd[j] = -1;
-		}
 	}
 	for (unsigned i = 0; i < ncpus; i++) {
 		int members = 0, leader = -1;
@@ -114,22 +121,9 @@ void rpm_perf_open(unsigned ncpus, const unsigned *os)
 				continue;
 			if (F.err[k])
 				continue;
-			struct perf_event_attr a;
-			memset(&a, 0, sizeof a);
-			a.size = sizeof a;
-			a.type = PERF_TYPE_SOFTWARE;
-			a.config = sw[k];
-			a.read_format = PERF_FORMAT_GROUP;
-			int fd = perf_open(&a, (int)os[i], leader);
-			if (fd < 0) {
-				/* A count refused on one CPU is refused for all: a
-				 * partial sum would pass for the whole. */
-				F.err[k] = -errno;
-				snprintf(F.why[k], sizeof F.why[k],
-				         "perf_event_open (system-wide on CPU %u): %s (needs perf_event_paranoid <= 0 or root)",
-				         os[i], strerror(errno));
+			int fd = open_count(k, PERF_TYPE_SOFTWARE, sw[k], os[i], leader);
+			if (fd < 0)
 				continue;
-			}
 			if (leader < 0)
 				leader = fd;
 			if (i == 0)
