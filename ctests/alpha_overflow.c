@@ -7,6 +7,7 @@
  *   alpha_overflow loads|profil|two|together|errors|cycles|threads
  *   alpha_overflow backend       the backend choice (auto, pmu, software)
  *   alpha_overflow pmu_sampling  the core-PMU path end to end, on page faults
+ *   alpha_overflow pmu_threads|pmu_cycles [n]  the same with a second thread, and many cycles
  *
  * Each mode runs in its own process: the emulated counters keep their
  * residue from one run to the next, as the chip's did, so a mode's first run
@@ -572,10 +573,139 @@ static void test_pmu_sampling(void)
 	munmap(p, 2 * n * 4096);
 }
 
+/* A fresh mapping of n pages that fault one by one. */
+static char *fresh_pages(long n)
+{
+	char *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "mmap failed\n");
+		exit(1);
+	}
+	madvise(p, (size_t)n * 4096, MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* An event set on the PMU path, page faults standing in for the hardware
+ * event (see test_pmu_sampling), overflowing every 256. */
+static int pmu_set(struct calls *c)
+{
+	int es = PAPI_NULL;
+	CHECK_PAPI(PAPI_create_eventset(&es));
+	int rc = PAPI_add_named_event(es, "alpha21064:::STORE_INSNS:width=8");
+	if (rc != PAPI_OK && strstr(papi_heritage_last_error(), "perf_event_open"))
+		SKIP("the kernel refuses even a software sampling event here: %s", papi_heritage_last_error());
+	CHECK_PAPI(rc);
+	expect_backend("test event", es, "pmu");
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
+	begin_calls(c, es);
+	return es;
+}
+
+static int calls_at_store(const struct calls *c)
+{
+	int at = 0;
+	for (int i = 0; i < c->n && i < MAX_CALLS; i++)
+		at += c->pc[i] == (uintptr_t)alpha_touch_store;
+	return at;
+}
+
+/* The thread's own faults only: its counters are opened for it (pid 0) and
+ * signal it alone (F_OWNER_TID).  Whatever faults start makes (k < 256)
+ * comes before the loop's 512, so exactly two carries land on the store. */
+static void *pmu_second_thread(void *arg)
+{
+	char *p = arg;
+	long long v = -1;
+	CHECK_PAPI(PAPI_register_thread());
+	int es = pmu_set(&thread_calls);
+	CHECK_PAPI(PAPI_start(es));
+	alpha_touch_pages(p, 512);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	EXPECT_EQ("thread: value (interrupts x 256)", v, 2 * 256);
+	EXPECT_EQ("thread: overflows at its store", calls_at_store(&thread_calls), 2);
+	EXPECT_EQ("thread: calls", thread_calls.n, 2);
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	CHECK_PAPI(PAPI_destroy_eventset(&es));
+	CHECK_PAPI(PAPI_unregister_thread());
+	return NULL;
+}
+
+static void test_pmu_threads(void)
+{
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
+	CHECK_PAPI(PAPI_thread_init((unsigned long (*)(void))pthread_self));
+	char *mine = fresh_pages(3 * 256 + 128), *theirs = fresh_pages(512);
+	int es = pmu_set(&main_calls);
+	pthread_t t;
+	long long v = -1;
+	CHECK_PAPI(PAPI_start(es));
+	if (pthread_create(&t, NULL, pmu_second_thread, theirs) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		exit(1);
+	}
+	alpha_touch_pages(mine, 3 * 256 + 128);
+	pthread_join(t, NULL);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	/* pthread_create's own faults (the new stack, in this thread) may add
+	 * up to a carry outside the loop; the loop's 896 make three. */
+	EXPECT_EQ("main: overflows at its store", calls_at_store(&main_calls), 3);
+	EXPECT_EQ("main: calls outside the loop", main_calls.n - 3 <= 1, 1);
+	EXPECT_EQ("main: value = calls x 256", v, (long long)main_calls.n * 256);
+	EXPECT_EQ("main: calls from elsewhere", main_calls.foreign, 0);
+	EXPECT_EQ("thread: calls from elsewhere", thread_calls.foreign, 0);
+	printf("pmu threads: main %d overflows (%d at its store), thread %d\n", main_calls.n, calls_at_store(&main_calls),
+	       thread_calls.n);
+}
+
+static int open_fds(void)
+{
+	int n = 0;
+	char path[64];
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
+
+/* Many start/stop cycles on the PMU path: every fault is counted once,
+ * across cycles (the counters keep their residue as the chip's did), no
+ * delivery comes from elsewhere, and no descriptor or mapping is left. */
+static void test_pmu_cycles(int cycles)
+{
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
+	const long per = 8;
+	char *p = fresh_pages(cycles * per);
+	int fds = open_fds();
+	int es = pmu_set(&main_calls);
+	long long total = 0, v;
+	for (int i = 0; i < cycles; i++) {
+		CHECK_PAPI(PAPI_start(es));
+		alpha_touch_pages(p + (size_t)i * per * 4096, per);
+		CHECK_PAPI(PAPI_stop(es, &v));
+		if (v % 256 != 0)
+			EXPECT_EQ("value a multiple of 256", v % 256, 0);
+		total += v;
+	}
+	long long faults = (long long)cycles * per;
+	EXPECT_EQ("values = deliveries x 256", total, (long long)main_calls.n * 256);
+	EXPECT_EQ("at least the loop's faults carried", main_calls.n >= faults / 256, 1);
+	EXPECT_EQ("no carry from nowhere (faults of start/stop at most 1 per cycle)",
+	          main_calls.n <= (faults + cycles) / 256 + 1, 1);
+	EXPECT_EQ("calls from elsewhere", main_calls.foreign, 0);
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	CHECK_PAPI(PAPI_destroy_eventset(&es));
+	EXPECT_EQ("descriptors left open", open_fds(), fds);
+	printf("pmu: %d start/stop cycles, %lld faults in the loops, %d overflows\n", cycles, faults, main_calls.n);
+	munmap(p, (size_t)cycles * per * 4096);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "loads";
-	if (strcmp(mode, "backend") != 0 && strcmp(mode, "pmu_sampling") != 0)
+	if (strcmp(mode, "backend") != 0 && strncmp(mode, "pmu_", 4) != 0)
 		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	int rc = PAPI_library_init(PAPI_VER_CURRENT);
 	if (rc != PAPI_VER_CURRENT) {
@@ -604,6 +734,10 @@ int main(int argc, char **argv)
 		test_backend();
 	else if (!strcmp(mode, "pmu_sampling"))
 		test_pmu_sampling();
+	else if (!strcmp(mode, "pmu_threads"))
+		test_pmu_threads();
+	else if (!strcmp(mode, "pmu_cycles"))
+		test_pmu_cycles(argc > 2 ? atoi(argv[2]) : 2000);
 	else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		return 2;
