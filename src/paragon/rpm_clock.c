@@ -139,6 +139,28 @@ __attribute__((noinline, cold)) static int reanchor(void)
 	return 1;
 }
 
+/* A reading's last step: per thread, never behind the previous one. */
+static inline __attribute__((always_inline)) uint64_t monotonic(uint64_t ns)
+{
+	if (__builtin_expect(ns < last_ns, 0))
+		ns = last_ns;
+	last_ns = ns;
+	return ns;
+}
+
+/* One read against the anchor the latch shows now: 1 if the latch did not
+ * move meanwhile (*ns holds), and *due says whether that anchor is old. */
+static inline __attribute__((always_inline)) int read_anchor(uint64_t *ns, int *due)
+{
+	unsigned s = atomic_load_explicit(&K.seq, memory_order_acquire);
+	const struct rpm_tsc_clock *c = &K.c[s & 1];
+	uint64_t t = __rdtsc();
+	*due = rpm_tsc_clock_due(c, t);
+	*ns = rpm_tsc_clock_ns(c, t);
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&K.seq, memory_order_relaxed) == s;
+}
+
 /* Everything but the common case: the first read, the vDSO mode, an anchor
  * that is due, a writer that moved the latch. */
 __attribute__((noinline)) static uint64_t clock_ns_slow(void)
@@ -154,42 +176,21 @@ __attribute__((noinline)) static uint64_t clock_ns_slow(void)
 			return rpm_clock_boottime_ns();
 	}
 	uint64_t ns;
-	for (;;) {
-		unsigned s = atomic_load_explicit(&K.seq, memory_order_acquire);
-		const struct rpm_tsc_clock *c = &K.c[s & 1];
-		uint64_t t = __rdtsc();
-		if (__builtin_expect(rpm_tsc_clock_due(c, t), 0) && reanchor())
-			continue;
-		ns = rpm_tsc_clock_ns(c, t);
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&K.seq, memory_order_relaxed) == s)
-			break;
-	}
-	if (__builtin_expect(ns < last_ns, 0))
-		ns = last_ns;
-	last_ns = ns;
-	return ns;
+	int due;
+	while (!read_anchor(&ns, &due) || (due && reanchor()))
+		;
+	return monotonic(ns);
 }
 
 uint64_t rpm_clock_ns(void)
 {
 	/* The common case once, with nothing live across a call, so that it
 	 * needs no saved registers; any doubt goes the long way. */
-	if (__builtin_expect(atomic_load_explicit(&K.mode, memory_order_relaxed) == MODE_TSC, 1)) {
-		unsigned s = atomic_load_explicit(&K.seq, memory_order_acquire);
-		const struct rpm_tsc_clock *c = &K.c[s & 1];
-		uint64_t t = __rdtsc();
-		if (__builtin_expect(!rpm_tsc_clock_due(c, t), 1)) {
-			uint64_t ns = rpm_tsc_clock_ns(c, t);
-			atomic_thread_fence(memory_order_acquire);
-			if (__builtin_expect(atomic_load_explicit(&K.seq, memory_order_relaxed) == s, 1)) {
-				if (__builtin_expect(ns < last_ns, 0))
-					ns = last_ns;
-				last_ns = ns;
-				return ns;
-			}
-		}
-	}
+	uint64_t ns;
+	int due;
+	if (__builtin_expect(atomic_load_explicit(&K.mode, memory_order_relaxed) == MODE_TSC, 1) &&
+	    __builtin_expect(read_anchor(&ns, &due) && !due, 1))
+		return monotonic(ns);
 	return clock_ns_slow();
 }
 
