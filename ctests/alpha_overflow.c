@@ -511,14 +511,22 @@ static void test_backend(void)
 	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
 }
 
-/* The PMU path through PAPI, on a machine with or without a PMU: page faults
- * stand in for the hardware event (PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT),
- * and STORE_INSNS:width=8 on 3 x 256 + 128 fresh pages carries exactly 3
- * times, each at the loop's store; PAPI_profil's histogram has them all in
- * the store's bucket. */
-static void test_pmu_sampling(void)
+/* A fresh mapping of n pages that fault one by one. */
+static char *fresh_pages(long n)
 {
-	const long n = 3 * 256 + 128;
+	char *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "mmap failed\n");
+		exit(1);
+	}
+	madvise(p, (size_t)n * 4096, MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* An event set on the PMU path, page faults standing in for the hardware
+ * event (PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT), overflowing every 256. */
+static int pmu_set(struct calls *c)
+{
 	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
 	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
 	int es = PAPI_NULL;
@@ -528,17 +536,31 @@ static void test_pmu_sampling(void)
 		SKIP("the kernel refuses even a software sampling event here: %s", papi_heritage_last_error());
 	CHECK_PAPI(rc);
 	expect_backend("test event", es, "pmu");
-	int code = code_of("alpha21064:::STORE_INSNS:width=8");
-	CHECK_PAPI(PAPI_overflow(es, code, 256, 0, handler));
-	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_UNIX));
+	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
+	begin_calls(c, es);
+	return es;
+}
 
-	char *p = mmap(NULL, 2 * n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		fprintf(stderr, "mmap failed\n");
-		exit(1);
-	}
-	madvise(p, 2 * n * 4096, MADV_NOHUGEPAGE); /* a fault per 4 KiB page */
-	begin_calls(&main_calls, es);
+static int calls_at_store(const struct calls *c)
+{
+	int at = 0;
+	for (int i = 0; i < c->n && i < MAX_CALLS; i++)
+		at += c->pc[i] == (uintptr_t)alpha_touch_store;
+	return at;
+}
+
+/* The PMU path through PAPI, on a machine with or without a PMU: page faults
+ * stand in for the hardware event (PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT),
+ * and STORE_INSNS:width=8 on 3 x 256 + 128 fresh pages carries exactly 3
+ * times, each at the loop's store; PAPI_profil's histogram has them all in
+ * the store's bucket. */
+static void test_pmu_sampling(void)
+{
+	const long n = 3 * 256 + 128;
+	int es = pmu_set(&main_calls);
+	int code = code_of("alpha21064:::STORE_INSNS:width=8");
+	CHECK_PAPI(papi_heritage_alpha21064_set_os(PAPI_HERITAGE_ALPHA_OS_UNIX));
+	char *p = fresh_pages(2 * n);
 	long long v = -1;
 	CHECK_PAPI(PAPI_start(es));
 	alpha_touch_pages(p, n);
@@ -573,42 +595,6 @@ static void test_pmu_sampling(void)
 	munmap(p, 2 * n * 4096);
 }
 
-/* A fresh mapping of n pages that fault one by one. */
-static char *fresh_pages(long n)
-{
-	char *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		fprintf(stderr, "mmap failed\n");
-		exit(1);
-	}
-	madvise(p, (size_t)n * 4096, MADV_NOHUGEPAGE);
-	return p;
-}
-
-/* An event set on the PMU path, page faults standing in for the hardware
- * event (see test_pmu_sampling), overflowing every 256. */
-static int pmu_set(struct calls *c)
-{
-	int es = PAPI_NULL;
-	CHECK_PAPI(PAPI_create_eventset(&es));
-	int rc = PAPI_add_named_event(es, "alpha21064:::STORE_INSNS:width=8");
-	if (rc != PAPI_OK && strstr(papi_heritage_last_error(), "perf_event_open"))
-		SKIP("the kernel refuses even a software sampling event here: %s", papi_heritage_last_error());
-	CHECK_PAPI(rc);
-	expect_backend("test event", es, "pmu");
-	CHECK_PAPI(PAPI_overflow(es, code_of("alpha21064:::STORE_INSNS:width=8"), 256, 0, handler));
-	begin_calls(c, es);
-	return es;
-}
-
-static int calls_at_store(const struct calls *c)
-{
-	int at = 0;
-	for (int i = 0; i < c->n && i < MAX_CALLS; i++)
-		at += c->pc[i] == (uintptr_t)alpha_touch_store;
-	return at;
-}
-
 /* The thread's own faults only: its counters are opened for it (pid 0) and
  * signal it alone (F_OWNER_TID).  Whatever faults start makes (k < 256)
  * comes before the loop's 512, so exactly two carries land on the store. */
@@ -632,8 +618,6 @@ static void *pmu_second_thread(void *arg)
 
 static void test_pmu_threads(void)
 {
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
-	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
 	CHECK_PAPI(PAPI_thread_init((unsigned long (*)(void))pthread_self));
 	char *mine = fresh_pages(3 * 256 + 128), *theirs = fresh_pages(512);
 	int es = pmu_set(&main_calls);
@@ -674,8 +658,6 @@ static int open_fds(void)
  * delivery comes from elsewhere, and no descriptor or mapping is left. */
 static void test_pmu_cycles(int cycles)
 {
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
-	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
 	const long per = 8;
 	char *p = fresh_pages(cycles * per);
 	int fds = open_fds();
