@@ -90,8 +90,8 @@ static int rpm_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **va
 	rpm_control_t *c = ctl;
 	(void)ctx;
 	(void)flags;
+	*values = c->set.values; /* first: nothing is live across the read's slow call */
 	rpm_set_read(&c->set);
-	*values = c->set.values;
 	return PAPI_OK;
 }
 

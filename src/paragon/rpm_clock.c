@@ -24,16 +24,8 @@
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_page.h"
 
-enum { MODE_UNSET, MODE_VDSO, MODE_TSC };
-
-static struct {
-	atomic_int mode;
-	atomic_uint seq;
-	atomic_flag writer;
-	struct rpm_tsc_clock c[2];
-} K = { .writer = ATOMIC_FLAG_INIT };
-
-static __thread uint64_t last_ns __attribute__((tls_model("initial-exec")));
+struct rpm_clock_state rpm_clock_state = { .writer = ATOMIC_FLAG_INIT };
+__thread uint64_t rpm_clock_last_ticks __attribute__((tls_model("initial-exec")));
 
 uint64_t rpm_clock_boottime_ns(void)
 {
@@ -91,118 +83,88 @@ __attribute__((noinline, cold)) static int choose_mode(void)
 {
 	const char *v = heritage_env("PARAGON_RPM", "CLOCK");
 	if ((v && strcmp(v, "vdso") == 0) || !tsc_trusted())
-		return MODE_VDSO;
+		return RPM_CLOCK_VDSO;
 	/* The first slope from 200 us between two clean pairs: good to ~1e-5,
 	 * plenty for the first 100 us interval; later anchors measure it over
 	 * longer.  No clean pair in 100 tries: the clock itself is unusable
 	 * for this, read CLOCK_BOOTTIME. */
 	uint64_t t0, n0, t1, n1;
 	if (tsc_pair(&t0, &n0) != 0)
-		return MODE_VDSO;
+		return RPM_CLOCK_VDSO;
 	while (rpm_clock_boottime_ns() - n0 < RPM_TSC_FIRST_SLOPE_NS)
 		;
 	if (tsc_pair(&t1, &n1) != 0)
-		return MODE_VDSO;
+		return RPM_CLOCK_VDSO;
 	struct rpm_tsc_clock c;
 	if (rpm_tsc_clock_init(&c, t0, n0, t1, n1) != 0)
-		return MODE_VDSO;
-	if (atomic_flag_test_and_set_explicit(&K.writer, memory_order_acquire))
-		return MODE_UNSET; /* another thread is initialising: let it */
-	K.c[0] = K.c[1] = c;
-	atomic_flag_clear_explicit(&K.writer, memory_order_release);
-	return MODE_TSC;
+		return RPM_CLOCK_VDSO;
+	if (atomic_flag_test_and_set_explicit(&rpm_clock_state.writer, memory_order_acquire))
+		return RPM_CLOCK_UNSET; /* another thread is initialising: let it */
+	rpm_clock_state.c[0] = rpm_clock_state.c[1] = c;
+	atomic_flag_clear_explicit(&rpm_clock_state.writer, memory_order_release);
+	return RPM_CLOCK_TSC;
 }
 
 /* 1 if it re-anchored, 0 if another thread (or this one, under a signal
  * handler) is at it: the current anchor still holds for a while. */
 __attribute__((noinline, cold)) static int reanchor(void)
 {
-	if (atomic_flag_test_and_set_explicit(&K.writer, memory_order_acquire))
+	if (atomic_flag_test_and_set_explicit(&rpm_clock_state.writer, memory_order_acquire))
 		return 0;
-	unsigned s = atomic_load_explicit(&K.seq, memory_order_relaxed);
-	struct rpm_tsc_clock c = K.c[s & 1];
+	unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed);
+	struct rpm_tsc_clock c = rpm_clock_state.c[s & 1];
 	uint64_t t, ns;
 	if (tsc_pair(&t, &ns) != 0) {
 		/* Stalled every time: extrapolate a while longer, try again later. */
-		atomic_flag_clear_explicit(&K.writer, memory_order_release);
+		atomic_flag_clear_explicit(&rpm_clock_state.writer, memory_order_release);
 		return 0;
 	}
 	rpm_tsc_clock_anchor(&c, t, ns);
 	/* The latch: readers move to the other copy while this one changes. */
-	atomic_store_explicit(&K.seq, s + 1, memory_order_release);
+	atomic_store_explicit(&rpm_clock_state.seq, s + 1, memory_order_release);
 	atomic_thread_fence(memory_order_release);
-	K.c[s & 1] = c;
-	atomic_store_explicit(&K.seq, s + 2, memory_order_release);
+	rpm_clock_state.c[s & 1] = c;
+	atomic_store_explicit(&rpm_clock_state.seq, s + 2, memory_order_release);
 	atomic_thread_fence(memory_order_release);
-	K.c[(s + 1) & 1] = c;
-	atomic_flag_clear_explicit(&K.writer, memory_order_release);
+	rpm_clock_state.c[(s + 1) & 1] = c;
+	atomic_flag_clear_explicit(&rpm_clock_state.writer, memory_order_release);
 	return 1;
 }
 
-/* A reading's last step: per thread, never behind the previous one. */
-static inline __attribute__((always_inline)) uint64_t monotonic(uint64_t ns)
+/* Everything the fast path declines. */
+uint64_t rpm_now_ticks(void)
 {
-	if (__builtin_expect(ns < last_ns, 0))
-		ns = last_ns;
-	last_ns = ns;
-	return ns;
-}
-
-/* One read against the anchor the latch shows now: 1 if the latch did not
- * move meanwhile (*ns holds), and *due says whether that anchor is old. */
-static inline __attribute__((always_inline)) int read_anchor(uint64_t *ns, int *due)
-{
-	unsigned s = atomic_load_explicit(&K.seq, memory_order_acquire);
-	const struct rpm_tsc_clock *c = &K.c[s & 1];
-	uint64_t t = __rdtsc();
-	*due = rpm_tsc_clock_due(c, t);
-	*ns = rpm_tsc_clock_ns(c, t);
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&K.seq, memory_order_relaxed) == s;
-}
-
-/* Everything but the common case: the first read, the vDSO mode, an anchor
- * that is due, a writer that moved the latch. */
-__attribute__((noinline)) static uint64_t clock_ns_slow(void)
-{
-	int mode = atomic_load_explicit(&K.mode, memory_order_relaxed);
-	if (__builtin_expect(mode != MODE_TSC, 0)) {
-		if (mode == MODE_UNSET) {
+	uint64_t ticks;
+	if (rpm_clock_try_ticks(&ticks))
+		return ticks;
+	int mode = atomic_load_explicit(&rpm_clock_state.mode, memory_order_relaxed);
+	if (mode != RPM_CLOCK_TSC) {
+		if (mode == RPM_CLOCK_UNSET) {
 			mode = choose_mode();
-			if (mode != MODE_UNSET)
-				atomic_store_explicit(&K.mode, mode, memory_order_release);
+			if (mode != RPM_CLOCK_UNSET)
+				atomic_store_explicit(&rpm_clock_state.mode, mode, memory_order_release);
 		}
-		if (mode != MODE_TSC)
-			return rpm_clock_boottime_ns();
+		if (mode != RPM_CLOCK_TSC)
+			return rpm_clock_monotonic(rpm_ticks_from_ns(rpm_clock_boottime_ns()));
 	}
-	uint64_t ns;
-	int due;
-	while (!read_anchor(&ns, &due) || (due && reanchor()))
-		;
-	return monotonic(ns);
-}
-
-uint64_t rpm_clock_ns(void)
-{
-	/* The common case once, with nothing live across a call, so that it
-	 * needs no saved registers; any doubt goes the long way. */
-	uint64_t ns;
-	int due;
-	if (__builtin_expect(atomic_load_explicit(&K.mode, memory_order_relaxed) == MODE_TSC, 1) &&
-	    __builtin_expect(read_anchor(&ns, &due) && !due, 1))
-		return monotonic(ns);
-	return clock_ns_slow();
+	for (;;) {
+		unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_acquire);
+		const struct rpm_tsc_clock *c = &rpm_clock_state.c[s & 1];
+		uint64_t tsc = __rdtsc();
+		int due = rpm_tsc_clock_due(c, tsc);
+		ticks = rpm_tsc_clock_ticks(c, tsc);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed) != s)
+			continue; /* a writer moved the latch */
+		/* Due but another thread (or this one, under a signal handler)
+		 * is re-anchoring: the current anchor still holds for a while. */
+		if (!due || !reanchor())
+			return rpm_clock_monotonic(ticks);
+	}
 }
 
 const char *rpm_clock_source(void)
 {
-	(void)rpm_clock_ns();
-	return atomic_load(&K.mode) == MODE_TSC ? "tsc" : "vdso";
-}
-
-/* Here rather than in rpm_page.c so that PAPI_read of rpm_time is one call
- * deep into the clock (the compiler inlines rpm_clock_ns). */
-uint64_t rpm_now_ticks(void)
-{
-	return rpm_ticks_from_ns(rpm_clock_ns());
+	(void)rpm_now_ticks();
+	return atomic_load(&rpm_clock_state.mode) == RPM_CLOCK_TSC ? "tsc" : "vdso";
 }

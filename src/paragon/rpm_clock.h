@@ -6,17 +6,68 @@
 #ifndef HERITAGE_RPM_CLOCK_H
 #define HERITAGE_RPM_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <x86intrin.h>
 
 #include "paragon/rpm_model.h"
 
-/* ns since boot, never backwards within a thread, within ~10 us of
- * CLOCK_BOOTTIME.  Async-signal-safe once initialised (the first call, made
- * by rpm_map() before main, reads /proc/cpuinfo). */
-uint64_t rpm_clock_ns(void);
+/* rpm_time's count (10 MHz ticks since boot, 56 bits), never backwards
+ * within a thread, within ~10 us of CLOCK_BOOTTIME.  Async-signal-safe once
+ * initialised (the first call, made by base_init() in rpm_page.c, reads
+ * /proc/cpuinfo and calibrates). */
+uint64_t rpm_now_ticks(void);
 /* CLOCK_BOOTTIME itself. */
 uint64_t rpm_clock_boottime_ns(void);
-/* "tsc" or "vdso": which one rpm_clock_ns() reads. */
+/* "tsc" or "vdso": which one rpm_now_ticks() reads. */
 const char *rpm_clock_source(void);
+
+/* ---- the read's fast path -------------------------------------------------
+ * Inline, so that PAPI_read of rpm_time makes no call below the component's
+ * read: with PAPI's own part 8 ns and rdtsc 8.5 ns, each of the three calls
+ * it used to go through showed, as does every instruction between rdtsc and
+ * the value (rpm_model.h's struct rpm_tsc_clock).  The state is
+ * rpm_clock.c's; only rpm_clock.c writes it. */
+enum { RPM_CLOCK_UNSET, RPM_CLOCK_VDSO, RPM_CLOCK_TSC };
+struct rpm_clock_state {
+	atomic_int mode;
+	atomic_uint seq;
+	atomic_flag writer;
+	struct rpm_tsc_clock c[2] __attribute__((aligned(64)));
+};
+extern struct rpm_clock_state rpm_clock_state __attribute__((visibility("hidden")));
+extern __thread uint64_t rpm_clock_last_ticks __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* A reading's last step: per thread, never behind the previous one. */
+static inline __attribute__((always_inline)) uint64_t rpm_clock_monotonic(uint64_t ticks)
+{
+	if (__builtin_expect(ticks < rpm_clock_last_ticks, 0))
+		ticks = rpm_clock_last_ticks;
+	rpm_clock_last_ticks = ticks;
+	return ticks;
+}
+
+/* The common case, or 0 if any doubt (the first read, the vDSO mode, an
+ * anchor that is due, a TSC behind the anchor, a writer that moved the
+ * latch): then the caller goes the long way, rpm_now_ticks() or a slow path
+ * of its own that calls it.  Keeping that call out of the caller's fast
+ * path (nothing live across it) spares the fast path saving and restoring
+ * registers. */
+static inline __attribute__((always_inline)) int rpm_clock_try_ticks(uint64_t *ticks)
+{
+	if (__builtin_expect(atomic_load_explicit(&rpm_clock_state.mode, memory_order_relaxed) != RPM_CLOCK_TSC, 0))
+		return 0;
+	unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_acquire);
+	const struct rpm_tsc_clock *c = &rpm_clock_state.c[s & 1];
+	uint64_t d = __rdtsc() - c->tsc_base;
+	if (__builtin_expect(d >= c->interval, 0)) /* due, or behind (wrapped) */
+		return 0;
+	uint64_t t = rpm_tsc_clock_ticks_after(c, d);
+	atomic_thread_fence(memory_order_acquire);
+	if (__builtin_expect(atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed) != s, 0))
+		return 0;
+	*ticks = rpm_clock_monotonic(t);
+	return 1;
+}
 
 #endif

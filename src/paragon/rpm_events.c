@@ -311,10 +311,12 @@ void rpm_set_stop(struct rpm_set *s)
 	}
 }
 
-/* Out of line so that the rpm_time-only read below needs no stack frame for
- * the sample arrays. */
-__attribute__((noinline)) static void read_sampled(struct rpm_set *s)
+void rpm_set_read_slow(struct rpm_set *s)
 {
+	if (s->time_only) {
+		s->values[0] = (long long)rpm_now_ticks();
+		return;
+	}
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks, count;
 	double seconds;
@@ -330,14 +332,4 @@ __attribute__((noinline)) static void read_sampled(struct rpm_set *s)
 			s->values[i] = (long long)(e->absolute ? count : count - s->start[i]);
 		}
 	}
-}
-
-void rpm_set_read(struct rpm_set *s)
-{
-	if (s->time_only) {
-		/* The common fast case: one clock read. */
-		s->values[0] = (long long)rpm_now_ticks();
-		return;
-	}
-	read_sampled(s);
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "paragon/rpm_clock.h"
 #include "paragon/rpm_model.h"
 
 enum rpm_source { RPM_MEASURED, RPM_MODELLED, RPM_UNAVAILABLE };
@@ -79,6 +80,19 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n);
  * has an FP trap event; stop turns it off again. */
 void rpm_set_start(struct rpm_set *s);
 void rpm_set_stop(struct rpm_set *s);
-void rpm_set_read(struct rpm_set *s);
+/* Every read but the fast one below: a set with counters (one /proc sample
+ * for all of them), or rpm_time when the clock's fast path declined. */
+void rpm_set_read_slow(struct rpm_set *s);
+/* Inline, as the clock's fast path is: PAPI_read of rpm_time alone, the
+ * common case, is then one clock read and no call (paragon_rpm(3) has what
+ * that costs). */
+static inline __attribute__((always_inline)) void rpm_set_read(struct rpm_set *s)
+{
+	uint64_t ticks;
+	if (__builtin_expect(s->time_only && rpm_clock_try_ticks(&ticks), 1))
+		s->values[0] = (long long)ticks;
+	else
+		rpm_set_read_slow(s);
+}
 
 #endif

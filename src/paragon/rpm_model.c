@@ -290,6 +290,17 @@ static void set_interval(struct rpm_tsc_clock *c, uint64_t ns)
 		c->interval = 1;
 }
 
+/* The tick view of the ns anchor (struct rpm_tsc_clock says why). */
+static void set_ticks(struct rpm_tsc_clock *c)
+{
+	c->tick_base = c->ns_base / 100;
+	c->tick_frac = (uint64_t)(((unsigned __int128)(c->ns_base % 100) << 64) / 100);
+	/* < 2^64 while the TSC is faster than 10 MHz, which _init checked; a
+	 * later slope that says otherwise is not believed beyond that. */
+	unsigned __int128 m = ((unsigned __int128)c->mult << 32) / 100;
+	c->tick_mult = m >> 64 ? UINT64_MAX : (uint64_t)m;
+}
+
 int rpm_tsc_clock_init(struct rpm_tsc_clock *c, uint64_t tsc_a, uint64_t ns_a, uint64_t tsc_b, uint64_t ns_b)
 {
 	if (tsc_b <= tsc_a || ns_b <= ns_a)
@@ -299,11 +310,14 @@ int rpm_tsc_clock_init(struct rpm_tsc_clock *c, uint64_t tsc_a, uint64_t ns_a, u
 	c->tsc_base = tsc_b;
 	c->ns_base = ns_b;
 	c->rate = c->mult = slope(ns_b - ns_a, tsc_b - tsc_a);
-	if (c->rate == 0)
+	/* A TSC slower than rpm_time's 10 MHz could not resolve its ticks (and
+	 * its tick slope would not fit in 64 bits). */
+	if (c->rate == 0 || c->rate >= 100ULL << 32)
 		return -1;
 	/* The first slope comes from a short measurement: re-anchor soon, and
 	 * double the interval as the measurement lengthens. */
 	set_interval(c, RPM_TSC_FIRST_INTERVAL_NS);
+	set_ticks(c);
 	return 0;
 }
 
@@ -330,4 +344,5 @@ void rpm_tsc_clock_anchor(struct rpm_tsc_clock *c, uint64_t tsc, uint64_t ns)
 	c->mult = c->rate - (fix < max_fix ? fix : max_fix);
 	c->tsc_base = tsc;
 	c->ns_base = base;
+	set_ticks(c);
 }

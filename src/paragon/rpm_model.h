@@ -61,11 +61,20 @@ static inline double rpm_ticks_to_seconds(uint64_t ticks)
 #define RPM_TSC_BRACKET_NS 2000ULL
 #define RPM_TSC_FIRST_SLOPE_NS 200000ULL
 struct rpm_tsc_clock {
+	/* What a read needs, first: the anchor in rpm_time ticks, as a 64.64
+	 * fixed-point start and slope, so that a read is one multiply and an
+	 * add (ns then /100 was two multiplies and three shifts more on the
+	 * path from rdtsc to the value: 2 ns of a 19 ns PAPI_read).  Derived
+	 * from the ns anchor below by rpm_tsc_clock_init/_anchor. */
+	uint64_t tsc_base;           /* the anchor */
+	uint64_t interval;           /* ticks after tsc_base when the next anchor is due */
+	uint64_t tick_mult;          /* rpm_time ticks per TSC tick << 64 */
+	uint64_t tick_frac;          /* ns_base / 100: fraction << 64 ... */
+	uint64_t tick_base;          /* ... and whole ticks */
+	uint64_t ns_base;
 	uint64_t tsc0, ns0;          /* start of the slope's measurement */
-	uint64_t tsc_base, ns_base;  /* the anchor */
 	uint64_t mult;               /* ns per tick << 32, slewed */
 	uint64_t rate;               /* ns per tick << 32, measured */
-	uint64_t interval;           /* ticks after tsc_base when the next anchor is due */
 	uint64_t interval_ns;
 };
 /* From two (tsc, CLOCK_BOOTTIME ns) readings some time apart. 0, or -1 if
@@ -77,6 +86,19 @@ static inline uint64_t rpm_tsc_clock_ns(const struct rpm_tsc_clock *c, uint64_t 
 {
 	uint64_t d = tsc > c->tsc_base ? tsc - c->tsc_base : 0;
 	return c->ns_base + (uint64_t)(((unsigned __int128)d * c->mult) >> 32);
+}
+/* rpm_time ticks d TSC ticks after the anchor: floor(ns / 100) for the
+ * exact ns of the line above, so one tick ahead of rpm_ticks_from_ns() of
+ * rpm_tsc_clock_ns() (which truncates to whole ns first) for at most one
+ * ns in every hundred.  The rpm_time readers use only this one. */
+static inline uint64_t rpm_tsc_clock_ticks_after(const struct rpm_tsc_clock *c, uint64_t d)
+{
+	unsigned __int128 t = ((unsigned __int128)c->tick_base << 64 | c->tick_frac) + (unsigned __int128)d * c->tick_mult;
+	return (uint64_t)(t >> 64) & RPM_TIME_MASK;
+}
+static inline uint64_t rpm_tsc_clock_ticks(const struct rpm_tsc_clock *c, uint64_t tsc)
+{
+	return rpm_tsc_clock_ticks_after(c, tsc > c->tsc_base ? tsc - c->tsc_base : 0);
 }
 static inline int rpm_tsc_clock_due(const struct rpm_tsc_clock *c, uint64_t tsc)
 {

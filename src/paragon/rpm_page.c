@@ -461,7 +461,7 @@ static int map_fixed(int fd, uintptr_t at, size_t len, const char *what)
 static void base_init(void)
 {
 	/* Chooses and calibrates rpm_time's clock here, not in a handler. */
-	(void)rpm_clock_ns();
+	(void)rpm_now_ticks();
 	P.clk_tck = sysconf(_SC_CLK_TCK);
 	if (P.clk_tck <= 0)
 		P.clk_tck = 100;

@@ -7,12 +7,10 @@
 
 #include <stdint.h>
 
+#include "paragon/rpm_clock.h" /* rpm_now_ticks() */
 #include "paragon/rpm_fpe.h"
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_shared.h"
-
-/* rpm_time now (CLOCK_BOOTTIME / 100 ns, 56 bits). */
-uint64_t rpm_now_ticks(void);
 
 /* Host-wide inputs of the bus model and the soft counters, at most
  * max_age_ns old (the files they come from are re-read when older).  The

@@ -216,12 +216,14 @@ static uint64_t sim_clock(uint64_t tsc, uint64_t jump_at, uint64_t jump_ns)
 START_TEST(test_tsc_clock)
 {
 	const uint64_t jump_at = 26000000000ULL, jump_ns = 30000000000ULL; /* at 10 s, 30 s */
-	uint64_t x = 0x9e3779b97f4a7c15ULL, tsc = 1000000, prev = 0;
+	uint64_t x = 0x9e3779b97f4a7c15ULL, tsc = 1000000, prev = 0, prev_ticks = 0;
 	struct rpm_tsc_clock c;
 	double worst = 0;
-	int anchors = 0, after_jump_checked = 0;
+	int anchors = 0, after_jump_checked = 0, ticks_ahead = 0, readings = 0;
 
 	ck_assert(rpm_tsc_clock_init(&c, 1000, 5, 1000, 5) == -1);
+	/* A 5 MHz TSC cannot count 10 MHz ticks. */
+	ck_assert(rpm_tsc_clock_init(&c, 1000, 5, 2000, 200005) == -1);
 	ck_assert(rpm_tsc_clock_init(&c, tsc, sim_clock(tsc, jump_at, jump_ns), tsc + 130000,
 	                             sim_clock(tsc + 130000, jump_at, jump_ns)) == 0);
 	tsc += 130000;
@@ -237,6 +239,15 @@ START_TEST(test_tsc_clock)
 		ck_assert_msg(v >= prev, "backwards at tsc %llu: %llu after %llu", (unsigned long long)tsc,
 		              (unsigned long long)v, (unsigned long long)prev);
 		prev = v;
+		/* The ticks readers use: the same clock, never behind the ns one
+		 * and at most one tick ahead (it does not truncate to whole ns). */
+		uint64_t ticks = rpm_tsc_clock_ticks(&c, tsc), from_ns = rpm_ticks_from_ns(v);
+		ck_assert_msg(ticks == from_ns || ticks == from_ns + 1, "ticks %llu, from ns %llu",
+		              (unsigned long long)ticks, (unsigned long long)from_ns);
+		ticks_ahead += ticks != from_ns;
+		readings++;
+		ck_assert(ticks >= prev_ticks);
+		prev_ticks = ticks;
 		double err = (double)v - (double)truth;
 		if (tsc >= jump_at && c.tsc_base < jump_at) {
 			/* Readings after the jump but before the next anchor (at
@@ -256,8 +267,12 @@ START_TEST(test_tsc_clock)
 	ck_assert_msg(worst < 15000, "worst error %.0f ns", worst);
 	fprintf(stderr, "tsc clock: worst error %.0f ns over %d anchors\n", worst, anchors);
 	ck_assert_msg(anchors > 1500 && anchors <= 2000, "%d anchors in 20 s (10 ms apart, at the first reading after)", anchors);
+	/* Truncating to whole ns loses a tick only when the exact value lies
+	 * within 1 ns past a tick: about 1 reading in 100. */
+	ck_assert_msg(ticks_ahead < readings / 50, "ticks ahead in %d of %d readings", ticks_ahead, readings);
 	/* A TSC read on another CPU a little behind the anchor: the anchor's ns. */
 	ck_assert(rpm_tsc_clock_ns(&c, c.tsc_base - 100) == c.ns_base);
+	ck_assert(rpm_tsc_clock_ticks(&c, c.tsc_base - 100) == c.ns_base / 100);
 	ck_assert(rpm_tsc_clock_due(&c, c.tsc_base - 100));
 }
 END_TEST
