@@ -169,6 +169,10 @@ int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n)
 	memcpy(s->codes, codes, n * sizeof *codes);
 	s->nevents = n;
 	s->has_cycles = has_event(s, IT2_CPU_CYCLES);
+	for (unsigned i = 0; i < n; i++) {
+		enum it2_counts what = it2_events[codes[i] & IT2_CODE_INDEX_MASK].counts;
+		s->field[i] = what == IT2_COUNT_CYCLES ? WATCH_FIELD_LOADS : (unsigned char)what;
+	}
 	return 0;
 }
 
@@ -278,24 +282,15 @@ void it2_set_reset(struct it2_set *s)
 
 void it2_set_read(struct it2_set *s)
 {
-	struct watch_counts c;
+	watch_session_read_fields(&s->ws, s->field, s->nevents, s->values);
+	if (!s->has_cycles)
+		return;
+	/* CPU_CYCLES is the thread's CPU time at the nominal clock: a system
+	 * call, so only in sets that have it. */
 	uint64_t cpu_ns = s->cpu_ns_acc;
-
-	watch_session_read(&s->ws, &c);
-	if (s->running && s->has_cycles)
+	if (s->running)
 		cpu_ns += thread_cpu_ns() - s->cpu_ns_at_start;
-	for (unsigned i = 0; i < s->nevents; i++) {
-		enum it2_counts what = it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts;
-		uint64_t v;
-		switch (what) {
-		case IT2_COUNT_LOADS: v = c.loads; break;
-		case IT2_COUNT_STORES: v = c.stores; break;
-		case IT2_COUNT_MISALIGNED_LOADS: v = c.misaligned_loads; break;
-		case IT2_COUNT_MISALIGNED_STORES: v = c.misaligned_stores; break;
-		case IT2_COUNT_INSNS: v = c.insns; break;
-		case IT2_COUNT_CYCLES: v = cpu_ns * (IT2_NOMINAL_HZ / 1000000) / 1000; break;
-		default: v = c.insns_pair[what - IT2_COUNT_INSNS_PAIR0]; break;
-		}
-		s->values[i] = (long long)v;
-	}
+	for (unsigned i = 0; i < s->nevents; i++)
+		if (it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts == IT2_COUNT_CYCLES)
+			s->values[i] = (long long)(cpu_ns * (IT2_NOMINAL_HZ / 1000000) / 1000);
 }

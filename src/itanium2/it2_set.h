@@ -30,6 +30,7 @@ struct it2_set {
 	unsigned codes[IT2_MAX_EVENTS];
 	struct watch_session ws;
 	int running;
+	unsigned char field[IT2_MAX_EVENTS]; /* each event's enum watch_field (CPU_CYCLES: any) */
 	int has_cycles;                    /* CPU_CYCLES is in the set */
 	uint64_t cpu_ns_at_start, cpu_ns_acc;
 	long long values[IT2_MAX_EVENTS];

@@ -126,31 +126,28 @@ void watch_counts_add(struct watch_counts *to, const struct watch_counts *from)
 		to->insns_pair[k] += from->insns_pair[k];
 }
 
-/* On PAPI_read's path.  Field by field and not vectorised: 16-byte loads of
- * counters just written as 8-byte stores stall on store forwarding, which
- * made this the largest part of a PAPI_read. */
-__attribute__((optimize("no-tree-vectorize"))) void watch_session_read(const struct watch_session *s,
-                                                                      struct watch_counts *out)
+/* Only the fields asked for, without copying the whole struct: with two
+ * events that is 4 loads instead of 18, the field-by-field copy having been
+ * the largest part of a PAPI_read.  Not vectorised: 16-byte loads of
+ * counters just written as 8-byte stores stall on store forwarding. */
+__attribute__((optimize("no-tree-vectorize"))) void watch_session_read_fields(const struct watch_session *s,
+                                                                             const unsigned char *field,
+                                                                             unsigned n, void *out)
 {
 	struct watch_counts live_copy;
-	const struct watch_counts *live;
+	const struct watch_counts *live = NULL;
 
-	if (!s->running) {
-		*out = s->acc;
-		return;
+	if (s->running) {
+		live = s->ops->live ? s->ops->live(s) : NULL;
+		if (!live) {
+			s->ops->read(s, &live_copy);
+			live = &live_copy;
+		}
 	}
-	live = s->ops->live ? s->ops->live(s) : NULL;
-	if (!live) {
-		s->ops->read(s, &live_copy);
-		live = &live_copy;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = watch_counts_field(&s->acc, field[i]) + (live ? watch_counts_field(live, field[i]) : 0);
+		memcpy((char *)out + i * sizeof v, &v, sizeof v);
 	}
-	out->loads = s->acc.loads + live->loads;
-	out->stores = s->acc.stores + live->stores;
-	out->misaligned_loads = s->acc.misaligned_loads + live->misaligned_loads;
-	out->misaligned_stores = s->acc.misaligned_stores + live->misaligned_stores;
-	out->insns = s->acc.insns + live->insns;
-	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
-		out->insns_pair[k] = s->acc.insns_pair[k] + live->insns_pair[k];
 }
 
 void watch_session_reset(struct watch_session *s)

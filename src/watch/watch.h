@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define WATCH_MAX_INTERVALS 4
@@ -68,6 +69,23 @@ struct watch_counts {
 	uint64_t insns;
 	uint64_t insns_pair[WATCH_CODE_PAIRS];
 };
+/* The same counters by index, for readers that pick some of them. */
+enum watch_field {
+	WATCH_FIELD_LOADS,
+	WATCH_FIELD_STORES,
+	WATCH_FIELD_MISALIGNED_LOADS,
+	WATCH_FIELD_MISALIGNED_STORES,
+	WATCH_FIELD_INSNS,
+	WATCH_FIELD_INSNS_PAIR0, /* + k for insns_pair[k] */
+	WATCH_NFIELDS = WATCH_FIELD_INSNS_PAIR0 + WATCH_CODE_PAIRS
+};
+_Static_assert(sizeof(struct watch_counts) == WATCH_NFIELDS * sizeof(uint64_t), "watch_field indexes watch_counts");
+static inline uint64_t watch_counts_field(const struct watch_counts *c, enum watch_field f)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)c + (size_t)f * sizeof v, sizeof v);
+	return v;
+}
 
 struct watch_backend_ops;
 
@@ -115,7 +133,9 @@ int watch_choose_backend(const struct watch_request *req, enum watch_backend for
 
 int watch_session_start(struct watch_session *s, enum watch_backend forced, char *why, size_t len);
 void watch_session_stop(struct watch_session *s);
-void watch_session_read(const struct watch_session *s, struct watch_counts *out); /* acc + live */
+/* out[i] = field[i] of acc + live: only those fields, each a 64-bit slot of
+ * out (uint64_t or PAPI's long long).  On PAPI_read's path. */
+void watch_session_read_fields(const struct watch_session *s, const unsigned char *field, unsigned n, void *out);
 void watch_session_reset(struct watch_session *s);
 
 /* True when the main executable was built with the instrument hooks. */
