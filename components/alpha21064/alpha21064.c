@@ -258,9 +258,10 @@ static int alpha_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	alpha_control_t *c = ctl;
 	(void)ctx;
-	alpha_sw_stop(&c->run);
-	alpha_pmu_stop(&c->pmu);
-	return PAPI_OK;
+	int err = alpha_sw_stop(&c->run);
+	if (!err)
+		err = alpha_pmu_stop(&c->pmu);
+	return heritage_papi_fail(err);
 }
 
 /* What the OS could know: interrupts x 2^width (alpha21064(3), "Reading"). */
@@ -300,7 +301,8 @@ static int alpha_write(hwd_context_t *ctx, hwd_control_state_t *ctl, long long *
 static int alpha_cleanup_eventset(hwd_control_state_t *ctl)
 {
 	alpha_control_t *c = ctl;
-	alpha_sw_stop(&c->run);
+	/* PAPI cleans up only stopped sets: both are no-ops but for the fds. */
+	(void)alpha_sw_stop(&c->run);
 	alpha_pmu_close(&c->pmu);
 	return PAPI_OK;
 }

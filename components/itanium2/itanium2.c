@@ -92,17 +92,15 @@ static int it2_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **va
 	it2_control_t *c = ctl;
 	(void)ctx;
 	(void)flags;
-	it2_set_read(&c->set);
 	*values = c->set.values;
-	return PAPI_OK;
+	return heritage_papi_fail(it2_set_read(&c->set));
 }
 
 static int it2_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	it2_control_t *c = ctl;
 	(void)ctx;
-	it2_set_reset(&c->set);
-	return PAPI_OK;
+	return heritage_papi_fail(it2_set_reset(&c->set));
 }
 
 /* Itanium counters could not be preset through PAPI either: refuse rather

@@ -81,8 +81,7 @@ static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
-	rpm_set_stop(&c->set); /* the FP trap mode ends with the counting */
-	return PAPI_OK;
+	return heritage_papi_fail(rpm_set_stop(&c->set)); /* the FP trap mode ends with the counting */
 }
 
 static int rpm_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)

@@ -391,7 +391,7 @@ int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len)
 	/* Counts belong to the thread that opened them (pid 0): started on
 	 * another thread, the set gets that thread's counters. */
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
-		if (r->open[c] && r->tid != tid)
+		if (r->open[c] && r->owner.tid != tid)
 			close_counter(r, c);
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++) {
 		if (!r->sel.used[c] || r->open[c])
@@ -403,7 +403,7 @@ int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len)
 			return err;
 		}
 	}
-	r->tid = tid;
+	heritage_owner_set(&r->owner);
 	memset(r->interrupts, 0, sizeof r->interrupts);
 	memset(r->lost, 0, sizeof r->lost);
 	memset(r->throttled, 0, sizeof r->throttled);
@@ -412,7 +412,7 @@ int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len)
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++) {
 		if (r->open[c] && ioctl(r->fd[c], PERF_EVENT_IOC_ENABLE, 0) != 0) {
 			int err = -errno;
-			alpha_pmu_stop(r);
+			(void)alpha_pmu_stop(r); /* this thread started it */
 			if (why && len)
 				snprintf(why, len, "alpha21064: cannot enable %s: %s", r->host[c], strerror(-err));
 			return err;
@@ -421,13 +421,16 @@ int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len)
 	return 0;
 }
 
-void alpha_pmu_stop(struct alpha_pmu_run *r)
+int alpha_pmu_stop(struct alpha_pmu_run *r)
 {
 	sigset_t block, old;
 	ucontext_t uc;
 
 	if (!r->running)
-		return;
+		return 0;
+	int err = heritage_owner_check(&r->owner, "alpha21064", "PAPI_stop", 1);
+	if (err)
+		return err;
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
 		if (r->open[c])
 			ioctl(r->fd[c], PERF_EVENT_IOC_DISABLE, 0);
@@ -444,6 +447,7 @@ void alpha_pmu_stop(struct alpha_pmu_run *r)
 	if (thread_run == r)
 		thread_run = NULL;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
 }
 
 void alpha_pmu_reset(struct alpha_pmu_run *r)
@@ -455,7 +459,7 @@ void alpha_pmu_reset(struct alpha_pmu_run *r)
 
 void alpha_pmu_close(struct alpha_pmu_run *r)
 {
-	alpha_pmu_stop(r);
+	(void)alpha_pmu_stop(r); /* PAPI cleans up only stopped sets: a no-op */
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
 		close_counter(r, c);
 }

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "alpha/alpha_model.h"
+#include "common/heritage_owner.h"
 #include "alpha/alpha_sw.h"
 
 /* The overflow signal; chosen at run time because SIGRTMIN is a function. */
@@ -97,7 +98,7 @@ struct alpha_pmu_run {
 	void *ring[ALPHA_NCOUNTERS];
 	struct perf_event_attr attr[ALPHA_NCOUNTERS]; /* encoded by alpha_pmu_select */
 	const char *host[ALPHA_NCOUNTERS];     /* the host event each counter counts */
-	pid_t tid;                             /* the thread the fds count and signal */
+	struct heritage_owner owner;           /* the thread the fds count and signal */
 	volatile int running;
 };
 
@@ -110,8 +111,11 @@ int alpha_pmu_select(struct alpha_pmu_run *r, const unsigned *codes, unsigned n,
 /* Open (first time, or on another thread) and enable the calling thread's
  * events.  0 or -errno with the message in why. */
 int alpha_pmu_start(struct alpha_pmu_run *r, char *why, size_t len);
-/* Disable, then deliver any carry still in the rings: none after it returns. */
-void alpha_pmu_stop(struct alpha_pmu_run *r);
+/* Disable, then deliver any carry still in the rings: none after it returns.
+ * Only in the thread that started it, or once that thread has exited (its
+ * signal handler would otherwise drain the rings at the same time, and keep
+ * a pointer to r): else -EINVAL with the message, still running. */
+int alpha_pmu_stop(struct alpha_pmu_run *r);
 /* Zero what the OS knows; the counters keep their contents. */
 void alpha_pmu_reset(struct alpha_pmu_run *r);
 /* Stop and release the fds and rings. */

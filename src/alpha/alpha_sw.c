@@ -107,6 +107,7 @@ int alpha_sw_start(struct alpha_sw_run *r, char *why, size_t len)
 	}
 	memset(r->interrupts, 0, sizeof r->interrupts);
 	r->cpu_ns_last = wants_cycles(&r->sel) ? thread_cpu_ns() : 0;
+	heritage_owner_set(&r->owner);
 	r->running = 1;
 	err = watch_step_start(on_step, r, why, len);
 	if (err)
@@ -114,12 +115,18 @@ int alpha_sw_start(struct alpha_sw_run *r, char *why, size_t len)
 	return err;
 }
 
-void alpha_sw_stop(struct alpha_sw_run *r)
+int alpha_sw_stop(struct alpha_sw_run *r)
 {
 	if (!r->running)
-		return;
-	watch_step_stop();
+		return 0;
+	int err = heritage_owner_check(&r->owner, "alpha21064", "PAPI_stop", 1);
+	if (err)
+		return err;
+	/* An owner that has exited took its trap flag with it. */
+	if (heritage_owner_is_self(&r->owner))
+		watch_step_stop();
 	r->running = 0;
+	return 0;
 }
 
 void alpha_sw_reset(struct alpha_sw_run *r)

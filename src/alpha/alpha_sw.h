@@ -20,6 +20,7 @@
 #include <ucontext.h>
 
 #include "alpha/alpha_model.h"
+#include "common/heritage_owner.h"
 
 /* One counter interrupt: counter c, the PC of the instruction that made it,
  * the interrupted context.  Called in the stepping thread's SIGTRAP handler. */
@@ -49,6 +50,7 @@ struct alpha_sw_run {
 	uint64_t last_undecoded_pc; /* diagnostics */
 	uint64_t cpu_ns_last;
 	int running;
+	struct heritage_owner owner;     /* the stepping thread */
 	struct alpha_sw_cache_entry cache[ALPHA_SW_CACHE];
 };
 
@@ -58,8 +60,11 @@ unsigned alpha_class_from_x86(unsigned x86cls);
 
 /* Start stepping the calling thread for r.  0 or -errno (message in why). */
 int alpha_sw_start(struct alpha_sw_run *r, char *why, size_t len);
-/* Stop stepping: no delivery after it returns. */
-void alpha_sw_stop(struct alpha_sw_run *r);
+/* Stop stepping: no delivery after it returns.  Only in the thread that
+ * started it (stepping is that thread's trap flag, and its handler holds r),
+ * or once that thread has exited: else -EINVAL with the message, still
+ * stepping. */
+int alpha_sw_stop(struct alpha_sw_run *r);
 /* Zero what the OS knows (interrupt tallies); the counters keep their
  * hidden contents, as on the chip. */
 void alpha_sw_reset(struct alpha_sw_run *r);

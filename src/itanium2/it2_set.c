@@ -256,6 +256,7 @@ int it2_set_start(struct it2_set *s)
 		if (err)
 			return heritage_fail(err, "itanium2: %s", why);
 	}
+	heritage_owner_set(&s->owner);
 	s->running = 1;
 	return 0;
 }
@@ -264,7 +265,10 @@ int it2_set_stop(struct it2_set *s)
 {
 	if (!s->running)
 		return 0;
-	it2_set_read(s);
+	int err = heritage_owner_check(&s->owner, "itanium2", "PAPI_stop", 0);
+	if (err)
+		return err;
+	(void)it2_set_read(s); /* the owner's: cannot be refused */
 	if (s->has_cycles)
 		s->cpu_ns_acc += thread_cpu_ns() - s->cpu_ns_at_start;
 	watch_session_stop(&s->ws);
@@ -272,19 +276,27 @@ int it2_set_stop(struct it2_set *s)
 	return 0;
 }
 
-void it2_set_reset(struct it2_set *s)
+int it2_set_reset(struct it2_set *s)
 {
+	if (s->running) {
+		int err = heritage_owner_check(&s->owner, "itanium2", "PAPI_reset", 0);
+		if (err)
+			return err;
+	}
 	watch_session_reset(&s->ws);
 	s->cpu_ns_acc = 0;
 	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
+	return 0;
 }
 
-void it2_set_read(struct it2_set *s)
+int it2_set_read(struct it2_set *s)
 {
+	if (s->running && !heritage_owner_is_self(&s->owner))
+		return heritage_owner_check(&s->owner, "itanium2", "PAPI_read", 0);
 	watch_session_read_fields(&s->ws, s->field, s->nevents, s->values);
 	if (!s->has_cycles)
-		return;
+		return 0;
 	/* CPU_CYCLES is the thread's CPU time at the nominal clock: a system
 	 * call, so only in sets that have it. */
 	uint64_t cpu_ns = s->cpu_ns_acc;
@@ -293,4 +305,5 @@ void it2_set_read(struct it2_set *s)
 	for (unsigned i = 0; i < s->nevents; i++)
 		if (it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts == IT2_COUNT_CYCLES)
 			s->values[i] = (long long)(cpu_ns * (IT2_NOMINAL_HZ / 1000000) / 1000);
+	return 0;
 }

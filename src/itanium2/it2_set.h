@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "common/heritage_owner.h"
 #include "itanium2/it2_events.h"
 #include "rangemap/rangemap.h"
 #include "watch/watch.h"
@@ -30,6 +31,7 @@ struct it2_set {
 	unsigned codes[IT2_MAX_EVENTS];
 	struct watch_session ws;
 	int running;
+	struct heritage_owner owner;       /* the thread that started it */
 	unsigned char field[IT2_MAX_EVENTS]; /* each event's enum watch_field (CPU_CYCLES: any) */
 	int has_cycles;                    /* CPU_CYCLES is in the set */
 	uint64_t cpu_ns_at_start, cpu_ns_acc;
@@ -55,8 +57,11 @@ enum rangemap_mode it2_set_mode(const struct it2_set *s);
 
 int it2_set_start(struct it2_set *s);
 int it2_set_stop(struct it2_set *s);
-void it2_set_reset(struct it2_set *s);
+/* A running set's stop, read and reset act on the counting of the thread
+ * that started it, and only that thread may call them (heritage_owner.h):
+ * from another, -EINVAL with the message and nothing changes. */
+int it2_set_reset(struct it2_set *s);
 /* Fills s->values in event order; async-signal-safe. */
-void it2_set_read(struct it2_set *s);
+int it2_set_read(struct it2_set *s);
 
 #endif

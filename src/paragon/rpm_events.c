@@ -293,8 +293,10 @@ void rpm_set_start(struct rpm_set *s)
 {
 	/* Before the snapshot: traps from here on are the set's.  A failure
 	 * leaves the counts at 0 (the message says why). */
-	if (s->need_fpe && !s->fpe_on && rpm_fpe_thread_enable() == 0)
+	if (s->need_fpe && !s->fpe_on && rpm_fpe_thread_enable() == 0) {
 		s->fpe_on = 1;
+		heritage_owner_set(&s->fpe_owner);
+	}
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks;
 	sample(s, &live, cum, &ticks);
@@ -303,12 +305,18 @@ void rpm_set_start(struct rpm_set *s)
 	memset(s->values, 0, sizeof s->values);
 }
 
-void rpm_set_stop(struct rpm_set *s)
+int rpm_set_stop(struct rpm_set *s)
 {
-	if (s->fpe_on) {
+	if (!s->fpe_on)
+		return 0;
+	int err = heritage_owner_check(&s->fpe_owner, "paragon_rpm", "PAPI_stop", 1);
+	if (err)
+		return err;
+	/* An owner that has exited took its trap mode with it. */
+	if (heritage_owner_is_self(&s->fpe_owner))
 		rpm_fpe_thread_disable();
-		s->fpe_on = 0;
-	}
+	s->fpe_on = 0;
+	return 0;
 }
 
 void rpm_set_read_slow(struct rpm_set *s)

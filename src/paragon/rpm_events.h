@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "common/heritage_owner.h"
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_model.h"
 
@@ -69,6 +70,7 @@ struct rpm_set {
 	int time_only;                    /* just rpm_time: PAPI_read is one clock read */
 	int need_fpe;                     /* FP trap counts: trap in this thread while started */
 	int fpe_on;                       /* rpm_fpe_thread_enable() done by rpm_set_start */
+	struct heritage_owner fpe_owner;  /* in this thread */
 	uint64_t start[RPM_MAX_EVENTS];   /* integer counts at start */
 	double start_s[RPM_MAX_EVENTS];   /* rpms_idle at start */
 	long long values[RPM_MAX_EVENTS];
@@ -79,7 +81,10 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n);
 /* Start also turns the FP trap mode on in the calling thread if the set
  * has an FP trap event; stop turns it off again. */
 void rpm_set_start(struct rpm_set *s);
-void rpm_set_stop(struct rpm_set *s);
+/* With FP trap events, only the thread that started the set may stop it
+ * (the trap mode is that thread's), or any once it has exited: else -EINVAL
+ * with the message, still counting. */
+int rpm_set_stop(struct rpm_set *s);
 /* Every read but the fast one below: a set with counters (one /proc sample
  * for all of them), or rpm_time when the clock's fast path declined. */
 void rpm_set_read_slow(struct rpm_set *s);

@@ -332,7 +332,7 @@ START_TEST(sw_loads_exact)
 	struct alpha_sw_run *r = new_run(&cpu, &g, "LOAD_INSNS:width=12", NULL);
 	run_start(r);
 	long sum = alpha_load_loop(data, n);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_int_eq(sum, n);
 	ck_assert_uint_eq(g.n[0], 3);
 	ck_assert_uint_eq(r->interrupts[0], 3);
@@ -364,7 +364,7 @@ START_TEST(sw_two_counters_independent)
 	struct alpha_sw_run *r = new_run(&cpu, &g, "LOAD_INSNS:width=12", "STORE_INSNS:width=8");
 	run_start(r);
 	alpha_mix_loop(buf, 2048);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_int_eq(buf[1], 5);
 	ck_assert_uint_eq(g.n[0], 0);
 	ck_assert_uint_ge(g.n[1], 8);
@@ -414,11 +414,11 @@ START_TEST(sw_residue_carries_over)
 	struct alpha_sw_run *r = new_run(&cpu, &g, "LOAD_INSNS:width=12", NULL);
 	run_start(r);
 	alpha_load_loop(data, n);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_uint_eq(r->interrupts[0], 1);
 	run_start(r);
 	alpha_load_loop(data, n);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_uint_eq(r->interrupts[0], 2);
 	ck_assert_uint_eq(g.n[0], 3);
 	free(r);
@@ -434,7 +434,7 @@ START_TEST(sw_fp_branches_intops)
 	struct alpha_sw_run *r = new_run(&cpu, &g, "BRANCH_INSNS:width=12", "FP_INSNS:width=8");
 	run_start(r);
 	double d = alpha_fp_loop(1.0, 4096 + 512);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert(d == 4097.0 + 512);
 	ck_assert_uint_eq(g.n[0], 1);
 	ck_assert_uint_eq(g.n[1], 18); /* 4608 / 256 */
@@ -454,7 +454,7 @@ static void *stepped_thread(void *arg)
 	if (alpha_sw_start(r, why, sizeof why) != 0)
 		return (void *)1;
 	alpha_load_loop(data, 2 * 4096 + 1024);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	free(r);
 	return NULL;
 }
@@ -500,7 +500,7 @@ START_TEST(sw_signals_and_restart)
 	run_start(r);
 	raise(SIGUSR1);
 	alpha_load_loop(data, 4096 + 1024);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_int_eq(usr1_seen, 1);
 	ck_assert_uint_eq(g.n[0], 1);
 	/* A second start on the same thread while running is refused. */
@@ -508,7 +508,7 @@ START_TEST(sw_signals_and_restart)
 	struct alpha_sw_run *r2 = new_run(&cpu, &g, "LOAD_INSNS:width=12", NULL);
 	char why[256] = "";
 	ck_assert_int_eq(alpha_sw_start(r2, why, sizeof why), -EBUSY);
-	alpha_sw_stop(r);
+	ck_assert(alpha_sw_stop(r) == 0);
 	ck_assert_int_eq(watch_step_active(), 0);
 	free(r2);
 	free(r);

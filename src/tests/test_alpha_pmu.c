@@ -303,7 +303,7 @@ START_TEST(samples_deliver_the_store)
 	char *p = fresh_pages(2 * n);
 	start_ok(&run);
 	alpha_touch_pages(p, n);
-	alpha_pmu_stop(&run);
+	ck_assert(alpha_pmu_stop(&run) == 0);
 
 	ck_assert_uint_eq(run.interrupts[1], 3);
 	ck_assert_uint_eq(g.n[1], 3);
@@ -326,7 +326,7 @@ START_TEST(samples_deliver_the_store)
 
 	start_ok(&run);
 	alpha_touch_pages(p + n * 4096, n);
-	alpha_pmu_stop(&run);
+	ck_assert(alpha_pmu_stop(&run) == 0);
 	ck_assert_uint_eq(run.interrupts[1], 4);
 	ck_assert_uint_eq(g.n[1], 7);
 	for (unsigned i = 3; i < g.n[1]; i++)
@@ -364,7 +364,7 @@ START_TEST(two_counters_two_rings)
 	char *p = fresh_pages(n);
 	start_ok(&run);
 	alpha_touch_pages(p, n);
-	alpha_pmu_stop(&run);
+	ck_assert(alpha_pmu_stop(&run) == 0);
 	ck_assert_uint_eq(g.n[0], 1);
 	ck_assert_uint_eq(g.n[1], 18);
 	ck_assert_uint_eq(run.interrupts[0], 1);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "watch/watch.h"
@@ -87,7 +86,6 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
 	err = watch_choose_backend(&s->req, forced, &b, why, len);
 	if (err)
 		return err;
-	s->tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
 		s->backend = b;
 		s->ops = backends[b].ops;

@@ -95,7 +95,6 @@ struct watch_session {
 	enum watch_backend backend;            /* resolved by watch_session_start */
 	const struct watch_backend_ops *ops;
 	struct watch_counts acc;               /* completed start..stop segments */
-	pid_t tid;                             /* owner while running */
 	int running;
 	int bp_fd[8];                          /* breakpoint backend: perf fds */
 	int nbp_fd;

@@ -1945,7 +1945,6 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 		return err;
 	}
 	s->priv = slot;
-	s->tid = slot->tid;
 	s->running = 1;
 	return 0;
 }
