@@ -35,6 +35,20 @@ static void wait_stage(int s)
 		;
 }
 
+/* The owner thread, once it has started its set; joined already if it is
+ * to exit without stopping (the worker returns early when its argument is
+ * non-null). */
+static pthread_t start_owner(void *(*worker)(void *), int exits)
+{
+	pthread_t t;
+	static int exit_early;
+	pthread_create(&t, NULL, worker, exits ? &exit_early : NULL);
+	wait_stage(1);
+	if (exits)
+		pthread_join(t, NULL);
+	return t;
+}
+
 static void expect_refused(const char *what, int rc, const char *why)
 {
 	EXPECT_EQ(what, rc, PAPI_EINVAL);
@@ -91,12 +105,9 @@ static void *it2_worker(void *exit_early)
 
 static void test_itanium2(int exited)
 {
-	pthread_t t;
 	long long v = -1;
-	pthread_create(&t, NULL, it2_worker, exited ? &t : NULL);
-	wait_stage(1);
+	pthread_t t = start_owner(it2_worker, exited);
 	if (exited) {
-		pthread_join(t, NULL);
 		expect_refused("PAPI_stop after the owner exited", PAPI_stop(set, &v), "has exited");
 		expect_refused("PAPI_read after the owner exited", PAPI_read(set, &v), "has exited");
 		printf("itanium2: the owner exited without stopping; main's stop and read refused: %s\n",
@@ -135,12 +146,9 @@ static void *alpha_worker(void *exit_early)
 
 static void test_alpha(int exited)
 {
-	pthread_t t;
 	long long v = -1;
-	pthread_create(&t, NULL, alpha_worker, exited ? &t : NULL);
-	wait_stage(1);
+	pthread_t t = start_owner(alpha_worker, exited);
 	if (exited) {
-		pthread_join(t, NULL);
 		CHECK_PAPI(PAPI_stop(set, &v));
 		EXPECT(v == 3 * 4096 || v == 4 * 4096, "the exited owner's count, stopped by main: %lld", v);
 		CHECK_PAPI(PAPI_cleanup_eventset(set));
@@ -176,10 +184,8 @@ static void *rpm_worker(void *unused)
 
 static void test_rpm(void)
 {
-	pthread_t t;
 	long long v = -1;
-	pthread_create(&t, NULL, rpm_worker, NULL);
-	wait_stage(1);
+	pthread_t t = start_owner(rpm_worker, 0);
 	CHECK_PAPI(PAPI_read(set, &v));
 	EXPECT_EQ("main's read of the owner's FP traps", v, 1);
 	expect_refused("PAPI_stop from another thread", PAPI_stop(set, &v), "started by thread");
