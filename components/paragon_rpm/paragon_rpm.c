@@ -73,8 +73,7 @@ static int rpm_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
-	rpm_set_start(&c->set);
-	return PAPI_OK;
+	return heritage_papi_fail(rpm_set_start(&c->set));
 }
 
 static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -98,7 +97,7 @@ static int rpm_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
-	rpm_set_start(&c->set);
+	(void)rpm_set_start(&c->set); /* started: the trap mode is on already */
 	return PAPI_OK;
 }
 

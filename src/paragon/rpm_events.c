@@ -289,11 +289,14 @@ static void sample(const struct rpm_set *s, struct rpm_live **live, uint64_t cum
 	*ticks = rpm_now_ticks();
 }
 
-void rpm_set_start(struct rpm_set *s)
+int rpm_set_start(struct rpm_set *s)
 {
-	/* Before the snapshot: traps from here on are the set's.  A failure
-	 * leaves the counts at 0 (the message says why). */
-	if (s->need_fpe && !s->fpe_on && rpm_fpe_thread_enable() == 0) {
+	/* Before the snapshot: traps from here on are the set's.  If the mode
+	 * cannot be had, the set does not start: its FP counts would be 0. */
+	if (s->need_fpe && !s->fpe_on) {
+		int err = rpm_fpe_thread_enable();
+		if (err)
+			return err;
 		s->fpe_on = 1;
 		heritage_owner_set(&s->fpe_owner);
 	}
@@ -303,6 +306,7 @@ void rpm_set_start(struct rpm_set *s)
 	for (unsigned i = 0; i < s->n; i++)
 		current(s, i, live, cum, ticks, &s->start[i], &s->start_s[i]);
 	memset(s->values, 0, sizeof s->values);
+	return 0;
 }
 
 int rpm_set_stop(struct rpm_set *s)

@@ -79,8 +79,9 @@ struct rpm_set {
  * is -ENOTSUP with a message saying how to opt in. */
 int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n);
 /* Start also turns the FP trap mode on in the calling thread if the set
- * has an FP trap event; stop turns it off again. */
-void rpm_set_start(struct rpm_set *s);
+ * has an FP trap event (0, or its -errno with the message: not started);
+ * stop turns it off again.  Start again while started: a reset. */
+int rpm_set_start(struct rpm_set *s);
 /* With FP trap events, only the thread that started the set may stop it
  * (the trap mode is that thread's), or any once it has exited: else -EINVAL
  * with the message, still counting. */
