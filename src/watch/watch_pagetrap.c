@@ -896,6 +896,43 @@ static struct sigaction *app_action(int sig)
 }
 
 /* A signal that is not ours: do what the application asked for. */
+/* Appends "<name><hex>" to the line at *p (async-signal-safe). */
+static void diag_hex(char **p, const char *end, const char *name, uint64_t v)
+{
+	while (*name && *p < end)
+		*(*p)++ = *name++;
+	char digits[16];
+	int n = 0;
+	do {
+		digits[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v && n < 16);
+	while (n && *p < end)
+		*(*p)++ = digits[--n];
+}
+
+/* A SIGTRAP the engine passes to the default action kills the process, and
+ * when that is not the application's own trap it is a bug here: say what
+ * the engine saw, so that a rare one (a CI run) leaves evidence. */
+static void diag_fatal_trap(const siginfo_t *si, const ucontext_t *uc)
+{
+	const greg_t *g = uc->uc_mcontext.gregs;
+	char line[320], *p = line, *end = line + sizeof line - 1;
+	int self = watch_sys_gettid();
+	diag_hex(&p, end, "libheritage watch engine: a SIGTRAP no client claimed goes to the default action: si_code 0x", (uint64_t)si->si_code);
+	diag_hex(&p, end, " rip 0x", (uint64_t)g[REG_RIP]);
+	diag_hex(&p, end, " tf ", ((uint64_t)g[REG_EFL] & EFLAGS_TF) != 0);
+	diag_hex(&p, end, " tid 0x", (uint64_t)self);
+	diag_hex(&p, end, " lock_owner 0x", (uint64_t)atomic_load(&S.lock_owner));
+	diag_hex(&p, end, " win_armed ", (uint64_t)S.win.armed);
+	diag_hex(&p, end, " use_tf ", (uint64_t)S.win.use_tf);
+	diag_hex(&p, end, " patch 0x", (uint64_t)S.win.patch_addr);
+	diag_hex(&p, end, " cstep ", (uint64_t)(S.cstep.active && S.cstep.tid == self));
+	diag_hex(&p, end, " tstep ", (uint64_t)(tstep_of(self) != NULL));
+	*p++ = '\n';
+	watch_sys3(SYS_write, 2, (long)line, (long)(p - line));
+}
+
 static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	struct sigaction a;
@@ -911,6 +948,8 @@ static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 		/* A fault cannot be ignored: the kernel would kill the process.  Give
 		 * the signal its default action back; a fault then happens again on
 		 * return, anything else (int3, kill) is raised again. */
+		if (sig == SIGTRAP && si->si_code > 0)
+			diag_fatal_trap(si, uc);
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
