@@ -21,10 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define N_INTS 16384
@@ -1287,6 +1289,80 @@ START_TEST(bp_call_stores_return_address)
 }
 END_TEST
 
+/* A data breakpoint's #DB whose DR6 lost its cause bits (KVM, now and then):
+ * the kernel counts nothing and sends SIGTRAP as for an icebp, TRAP_BRKPT,
+ * TF clear, RIP after the access.  Made here by calling the engine's
+ * SIGTRAP handler (the kernel's, not the interposed sigaction's) as the
+ * kernel would after each instruction below, with %rdi on the word. */
+__asm__(".text\n"
+        ".type ut_insns, @function\n"
+        "ut_insns:\n"
+        "	movq (%rdi), %rax\n"
+        "ut_after_load:\n"
+        "	movq %rax, (%rdi)\n"
+        "ut_after_store:\n"
+        "	addq $1, (%rdi)\n"
+        "ut_after_rmw:\n"
+        "	ret\n"
+        ".size ut_insns, .-ut_insns\n");
+extern const char ut_after_load[], ut_after_store[], ut_after_rmw[];
+
+static volatile int app_traps;
+static void app_trap_handler(int sig)
+{
+	(void)sig;
+	app_traps++;
+}
+
+static void untagged_db_after(const char *rip, void *rdi)
+{
+	struct {
+		void (*handler)(int, siginfo_t *, void *);
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} ks;
+	ck_assert_int_eq(syscall(SYS_rt_sigaction, SIGTRAP, NULL, &ks, 8), 0);
+	ucontext_t uc;
+	getcontext(&uc);
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)rip;
+	uc.uc_mcontext.gregs[REG_RDI] = (greg_t)rdi;
+	uc.uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGTRAP;
+	si.si_code = TRAP_BRKPT;
+	ks.handler(SIGTRAP, &si, &uc);
+}
+
+START_TEST(bp_untagged_db_counted)
+{
+	struct watch_session s;
+	struct watch_breakpoint_stats before, after;
+	long other = 0;
+	if (bp_start(&s, &bp_word))
+		return;
+	watch_breakpoint_stats(&before);
+	untagged_db_after(ut_after_load, &bp_word);
+	untagged_db_after(ut_after_store, &bp_word);
+	untagged_db_after(ut_after_rmw, &bp_word);
+	/* Not the word: a real icebp, the application's (here its handler). */
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = app_trap_handler;
+	ck_assert_int_eq(sigaction(SIGTRAP, &sa, &old), 0);
+	untagged_db_after(ut_after_load, &other);
+	ck_assert_int_eq(sigaction(SIGTRAP, &old, NULL), 0);
+	struct watch_counts c = bp_stop(&s);
+	watch_breakpoint_stats(&after);
+	ck_assert_int_eq(app_traps, 1);
+	ck_assert_uint_eq(c.loads, 2);  /* the load and the read-modify-write's */
+	ck_assert_uint_eq(c.stores, 2); /* the store and the read-modify-write's */
+	ck_assert_uint_eq(after.untagged - before.untagged, 3);
+	ck_assert_uint_eq(after.undetermined - before.undetermined, 0);
+}
+END_TEST
+
 /* Code no symbol covers (copied into a page of its own): the candidates come
  * from the backward scan, and must still agree. */
 START_TEST(bp_code_without_symbol)
@@ -1387,6 +1463,7 @@ static Suite *pagetrap_suite(void)
 	tcase_add_test(tc, bp_string_instructions);
 	tcase_add_test(tc, bp_call_stores_return_address);
 	tcase_add_test(tc, bp_code_without_symbol);
+	tcase_add_test(tc, bp_untagged_db_counted);
 	tcase_add_test(tc, bp_cost_per_hit);
 	suite_add_tcase(s, tc);
 	return s;

@@ -16,6 +16,8 @@ struct watch_breakpoint_stats {
 	uint64_t undetermined; /* not decided: counted as a store only (see watch_breakpoint.c) */
 	uint64_t late;         /* of those: the signal came after the hit (SIGTRAP was blocked) */
 	uint64_t lost;         /* of those: hits that raised no signal (another SIGTRAP was pending) */
+	uint64_t untagged;     /* hits whose trap came without its cause (KVM lost DR6's bits), so the
+	                        * kernel counted nothing: counted from the decoded instruction */
 };
 
 void watch_breakpoint_stats(struct watch_breakpoint_stats *out);

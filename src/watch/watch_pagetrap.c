@@ -1190,6 +1190,14 @@ __attribute__((no_stack_protector)) static void on_trap(int sig, siginfo_t *si, 
 		si->si_code = TRAP_TRACE;
 		atomic_fetch_add(&S.untagged_steps, 1);
 	}
+	/* Without TF, the same loss on a data breakpoint's #DB: the kernel could
+	 * not tell which breakpoint fired.  The perf-event client (the
+	 * breakpoint backend) knows whether it was one of its own. */
+	if (si->si_code == TRAP_BRKPT) {
+		watch_signal_fn fn = atomic_load(&S.perf_fn);
+		if (fn && fn(sig, si, uc))
+			return;
+	}
 
 	if (si->si_code == TRAP_TRACE && one_step.armed) {
 		/* The instruction a client asked to step (watch_step_one). */

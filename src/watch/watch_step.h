@@ -90,7 +90,9 @@ static inline struct watch_trap_perf_info watch_trap_perf_info(const siginfo_t *
 /* A client for those SIGTRAPs, run from the engine's SIGTRAP handler (one
  * SIGTRAP handler for the process, so page-trap windows, stepping and the
  * application's own handler keep working): fn returns non-zero for a signal
- * it handled; the others go to the application.  One client, re-claiming with
+ * it handled; the others go to the application.  fn also gets every
+ * TRAP_BRKPT trap without TF (a #DB whose cause bits were lost, or an
+ * icebp), to claim if one of its breakpoints made it.  One client, re-claiming with
  * the same fn is allowed.  Also gives the calling thread one of the engine's
  * signal stacks if it has none.  Thread context.  0, or -errno with why. */
 int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len);
