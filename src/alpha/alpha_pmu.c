@@ -428,8 +428,8 @@ int alpha_pmu_stop(struct alpha_pmu_run *r)
 
 	if (!r->running)
 		return 0;
-	int err = heritage_owner_check(&r->owner, "alpha21064", "PAPI_stop", 1);
-	if (err)
+	int err = heritage_owner_stop(&r->owner, "alpha21064", 1);
+	if (err < 0)
 		return err;
 	for (unsigned c = 0; c < ALPHA_NCOUNTERS; c++)
 		if (r->open[c])

@@ -119,11 +119,10 @@ int alpha_sw_stop(struct alpha_sw_run *r)
 {
 	if (!r->running)
 		return 0;
-	int err = heritage_owner_check(&r->owner, "alpha21064", "PAPI_stop", 1);
-	if (err)
-		return err;
-	/* An owner that has exited took its trap flag with it. */
-	if (heritage_owner_is_self(&r->owner))
+	int own = heritage_owner_stop(&r->owner, "alpha21064", 1);
+	if (own < 0)
+		return own;
+	if (own)
 		watch_step_stop();
 	r->running = 0;
 	return 0;

@@ -31,3 +31,9 @@ int heritage_owner_check(const struct heritage_owner *o, const char *component, 
 	                     "only that thread; call %s there (PAPI: each thread starts, reads and stops its own "
 	                     "event sets)", component, what, (int)syscall(SYS_gettid), (int)o->tid, what);
 }
+
+int heritage_owner_stop(const struct heritage_owner *o, const char *component, int gone_ok)
+{
+	int err = heritage_owner_check(o, component, "PAPI_stop", gone_ok);
+	return err ? err : heritage_owner_is_self(o);
+}

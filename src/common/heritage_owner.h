@@ -38,4 +38,10 @@ int heritage_owner_gone(const struct heritage_owner *o);
  * was started by thread M ...".  what: "PAPI_stop", "PAPI_read", ... */
 int heritage_owner_check(const struct heritage_owner *o, const char *component, const char *what, int gone_ok);
 
+/* heritage_owner_check for PAPI_stop, saying what the stop must undo: 1 when
+ * the caller is the owner (what the thread holds: its trap flag, its trap
+ * mode), 0 when the owner has exited (it took that with it), or the
+ * refusal's -EINVAL. */
+int heritage_owner_stop(const struct heritage_owner *o, const char *component, int gone_ok);
+
 #endif

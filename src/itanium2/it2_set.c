@@ -265,8 +265,8 @@ int it2_set_stop(struct it2_set *s)
 {
 	if (!s->running)
 		return 0;
-	int err = heritage_owner_check(&s->owner, "itanium2", "PAPI_stop", 0);
-	if (err)
+	int err = heritage_owner_stop(&s->owner, "itanium2", 0);
+	if (err < 0)
 		return err;
 	(void)it2_set_read(s); /* the owner's: cannot be refused */
 	if (s->has_cycles)

@@ -313,11 +313,10 @@ int rpm_set_stop(struct rpm_set *s)
 {
 	if (!s->fpe_on)
 		return 0;
-	int err = heritage_owner_check(&s->fpe_owner, "paragon_rpm", "PAPI_stop", 1);
-	if (err)
-		return err;
-	/* An owner that has exited took its trap mode with it. */
-	if (heritage_owner_is_self(&s->fpe_owner))
+	int own = heritage_owner_stop(&s->fpe_owner, "paragon_rpm", 1);
+	if (own < 0)
+		return own;
+	if (own)
 		rpm_fpe_thread_disable();
 	s->fpe_on = 0;
 	return 0;
