@@ -1065,6 +1065,18 @@ __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, 
 static int install_handlers(void);
 static int ensure_init(void);
 
+/* What every client needs before its first trap: the engine's state and its
+ * handlers.  0, or -errno with "<who>: cannot start (...)" in why. */
+static int engine_start(const char *who, char *why, size_t len)
+{
+	int err = ensure_init();
+	if (!err)
+		err = install_handlers();
+	if (err)
+		set_why(why, len, "%s: cannot start (%s)", who, strerror(-err));
+	return err;
+}
+
 /* watch_step_one(): at most one instruction in flight per thread (a fault
  * handler runs to completion before the instruction is re-run). */
 static __thread struct {
@@ -1107,13 +1119,9 @@ int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len)
 		set_why(why, len, "signal engine: only SIGFPE can be claimed, not %d", sig);
 		return -EINVAL;
 	}
-	int err = ensure_init();
-	if (!err)
-		err = install_handlers(); /* the SIGTRAP handler the steps need */
-	if (err) {
-		set_why(why, len, "signal engine: cannot start (%s)", strerror(-err));
+	int err = engine_start("signal engine", why, len); /* the SIGTRAP handler the steps need */
+	if (err)
 		return err;
-	}
 	app_lock();
 	if (atomic_load(&S.fpe_claimed)) {
 		int same = S.fpe_fn == fn;
@@ -1146,13 +1154,9 @@ static void ensure_altstack(void);
 
 int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len)
 {
-	int err = ensure_init();
-	if (!err)
-		err = install_handlers();
-	if (err) {
-		set_why(why, len, "signal engine: cannot start (%s)", strerror(-err));
+	int err = engine_start("signal engine", why, len);
+	if (err)
 		return err;
-	}
 	watch_signal_fn none = NULL;
 	if (!atomic_compare_exchange_strong(&S.perf_fn, &none, fn) && none != fn) {
 		set_why(why, len, "signal engine: perf-event SIGTRAPs are already claimed by another client");
@@ -2090,13 +2094,9 @@ static __thread struct pt_tstep *my_tstep;
 
 int watch_step_start(watch_step_fn fn, void *arg, char *why, size_t len)
 {
-	int err = ensure_init();
-	if (!err)
-		err = install_handlers();
-	if (err) {
-		set_why(why, len, "single-step engine: cannot start (%s)", strerror(-err));
+	int err = engine_start("single-step engine", why, len);
+	if (err)
 		return err;
-	}
 	ensure_altstack();
 	int self = watch_sys_gettid(), pid = watch_sys_getpid();
 	struct pt_tstep *t = NULL;
