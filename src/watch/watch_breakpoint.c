@@ -448,7 +448,7 @@ static uint64_t boundaries(uintptr_t ip)
  * untagged hit, "did it write it"). */
 struct verdict {
 	int n, yes, no, maybe, scanned;
-	int st_yes, st_no;
+	int st_yes, st_no, st_maybe;
 	int any_access; /* consider candidates that touched the word at all, not only stores */
 };
 
@@ -464,20 +464,14 @@ static void tally(int *yes, int *no, int *maybe, int answer)
 
 static void consider(struct verdict *v, const struct watch_x86_effect *eff, int exact)
 {
-	if (v->any_access) {
-		if (eff->loads == WATCH_X86_NO && eff->stores == WATCH_X86_NO)
-			return; /* it did not touch the word */
-		v->n++;
-		v->scanned |= !exact;
-		tally(&v->yes, &v->no, &v->maybe, eff->loads);
-		tally(&v->st_yes, &v->st_no, &v->maybe, eff->stores);
+	/* A store hit is made only by what could have written the word; an
+	 * untagged hit by anything that touched it. */
+	if (eff->stores == WATCH_X86_NO && (!v->any_access || eff->loads == WATCH_X86_NO))
 		return;
-	}
-	if (eff->stores == WATCH_X86_NO)
-		return; /* it could not have made this hit */
 	v->n++;
 	v->scanned |= !exact;
 	tally(&v->yes, &v->no, &v->maybe, eff->loads);
+	tally(&v->st_yes, &v->st_no, &v->st_maybe, eff->stores);
 }
 
 /* The instructions ending at end (per e), as candidates; only calls when
@@ -565,7 +559,7 @@ static int bp_untagged(ucontext_t *uc)
 			continue;
 		ours = 1;
 		atomic_fetch_add(&bp.untagged, 1);
-		if (v.maybe || (v.yes && v.no) || (v.st_yes && v.st_no)) {
+		if (v.maybe || v.st_maybe || (v.yes && v.no) || (v.st_yes && v.st_no)) {
 			atomic_fetch_add(&bp.undetermined, 1);
 			continue;
 		}
