@@ -11,6 +11,7 @@
 #include "papi_vector.h"
 
 #include "heritage_glue.h"
+#include "common/heritage_probe.h"
 #include "papi_heritage.h"
 
 typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event_facts *facts);
@@ -59,4 +60,44 @@ HERITAGE_PUBLIC int papi_heritage_event_facts(int event_code, struct papi_herita
 		return heritage_components[i].facts((unsigned)local, facts);
 	}
 	return PAPI_ENOCMP;
+}
+
+/* ------------------------------------------------------------ mechanisms */
+
+HERITAGE_PUBLIC int papi_heritage_num_mechanisms(void)
+{
+	return HERITAGE_NMECHS;
+}
+
+HERITAGE_PUBLIC int papi_heritage_mechanism_index(const char *name)
+{
+	int m = heritage_mech_from_name(name);
+	return m < 0 ? PAPI_ENOEVNT : m;
+}
+
+HERITAGE_PUBLIC const char *papi_heritage_probe_disable_unknown(void)
+{
+	return heritage_probe_disable_unknown();
+}
+
+HERITAGE_PUBLIC int papi_heritage_mechanism(int index, struct papi_heritage_mechanism *m)
+{
+	if (!m || index < 0 || index >= HERITAGE_NMECHS)
+		return PAPI_EINVAL;
+	const struct heritage_probe_result *r = heritage_probe((enum heritage_mech)index);
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", heritage_mech_name((enum heritage_mech)index));
+	snprintf(m->what, sizeof m->what, "%s", heritage_mech_what((enum heritage_mech)index));
+	m->state = r->state == HERITAGE_PROBE_WORKS ? PAPI_HERITAGE_MECH_WORKS
+	           : r->state == HERITAGE_PROBE_DEAD ? PAPI_HERITAGE_MECH_DEAD : PAPI_HERITAGE_MECH_ABSENT;
+	m->refused = r->refused;
+	m->disabled = r->disabled;
+	m->error = heritage_papi_error(r->err);
+	_Static_assert(sizeof m->evidence >= HERITAGE_PROBE_EVIDENCE, "evidence fits");
+	_Static_assert(sizeof m->allowed_by >= HERITAGE_PROBE_ALLOWED, "allowed_by fits");
+	memcpy(m->evidence, r->evidence, sizeof r->evidence);
+	memcpy(m->allowed_by, r->allowed_by, sizeof r->allowed_by);
+	heritage_mech_users((enum heritage_mech)index, m->used_by, sizeof m->used_by);
+	m->probe_ns = r->ns;
+	return PAPI_OK;
 }

@@ -54,6 +54,42 @@ int papi_heritage_is_component(const char *name);
  * Returns PAPI_OK, PAPI_ENOEVST or PAPI_ENOCMP (not an itanium2 set). */
 int papi_heritage_itanium2_backend(int EventSet, char *name, int len);
 
+/* The mechanisms the components rely on (debug registers, single-step,
+ * page traps, perf events, tracepoints, the core PMU, libpfm4, IBS, ...),
+ * each probed once per process when first needed or asked for: it works
+ * (it counted a known workload exactly), is dead (accepted, counted wrong:
+ * the evidence says what it saw), or is absent (not there, or refused to
+ * this account: then refused is set and allowed_by says what would allow
+ * it).  PAPI_HERITAGE_PROBE_DISABLE=name,... makes mechanisms absent on
+ * purpose (a testing aid).  papi_heritage_avail --mechanisms prints them. */
+#define PAPI_HERITAGE_MECH_WORKS 1
+#define PAPI_HERITAGE_MECH_DEAD 2
+#define PAPI_HERITAGE_MECH_ABSENT 3
+
+struct papi_heritage_mechanism {
+	char name[32];                 /* "breakpoint", "single_step", ... */
+	char what[160];                /* what it is */
+	int state;                     /* PAPI_HERITAGE_MECH_* */
+	int refused;                   /* absent because this account may not use it */
+	int disabled;                  /* made absent by PAPI_HERITAGE_PROBE_DISABLE */
+	int error;                     /* what using it gives: PAPI_OK, PAPI_ENOSUPP or PAPI_EPERM */
+	char evidence[320];            /* one line: what the probe saw */
+	char allowed_by[200];          /* refused: what would allow it */
+	char used_by[512];             /* the backends and events that need it */
+	unsigned long long probe_ns;   /* what probing it cost */
+};
+
+/* How many mechanisms there are; index 0 .. n-1 of papi_heritage_mechanism. */
+int papi_heritage_num_mechanisms(void);
+/* Probe mechanism `index` (once per process) and describe it.  PAPI_OK or
+ * PAPI_EINVAL (no such index). */
+int papi_heritage_mechanism(int index, struct papi_heritage_mechanism *m);
+/* The index of the mechanism called name, or PAPI_ENOEVNT. */
+int papi_heritage_mechanism_index(const char *name);
+/* Names in PAPI_HERITAGE_PROBE_DISABLE that are no mechanism ("" if all
+ * are known). */
+const char *papi_heritage_probe_disable_unknown(void);
+
 /* alpha21064: the interrupt frame of the counter interrupt being delivered,
  * as the operating system chosen for the process received it (alpha21064(3)):
  *   PAPI_HERITAGE_ALPHA_OS_UNIX  DIGITAL UNIX: entINT, IPL 6, a0 = 4 (osfint$c_perf),

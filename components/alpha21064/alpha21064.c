@@ -123,11 +123,10 @@ static const uint64_t *interrupts(const alpha_control_t *c)
 	return c->backend == ALPHA_BACKEND_PMU ? c->pmu.interrupts : c->run.interrupts;
 }
 
-/* The backend for a new selection (the file comment).  0 or -errno with the
- * message; "no PMU" is -ENOTSUP, which PAPI reports as PAPI_ENOSUPP. */
+/* The backend for a new selection: src/alpha's table and choice. */
 static int choose_backend(alpha_control_t *c, const unsigned *codes, unsigned n, unsigned *pos)
 {
-	enum alpha_backend want;
+	enum alpha_backend want, chosen;
 	struct alpha_select sel;
 	int err = alpha_backend_parse(heritage_env("alpha21064", "backend"), &want);
 
@@ -138,29 +137,13 @@ static int choose_backend(alpha_control_t *c, const unsigned *codes, unsigned n,
 		c->backend = 0;
 		return 0;
 	}
-	const char *test_event = heritage_env("alpha21064", "pmu_test_event");
-	if (want == ALPHA_BACKEND_PMU || (want == ALPHA_BACKEND_AUTO && (test_event || alpha_pmu_usable()))) {
-		/* auto's failed try is not the user's error: the message the
-		 * user sees is the software backend's, or whatever was there. */
-		char before[1024];
-		snprintf(before, sizeof before, "%s", heritage_last_error());
-		err = alpha_pmu_select(&c->pmu, codes, n, test_event, pos);
-		if (err == 0) {
-			c->backend = ALPHA_BACKEND_PMU;
-			return 0;
-		}
-		if (want == ALPHA_BACKEND_PMU)
-			return err == -ENODEV ? -ENOTSUP : err;
-		if (before[0])
-			heritage_fail_msg(0, before);
-		else
-			heritage_clear_error();
-	}
-	err = alpha_select_events(&sel, codes, n, 0, pos);
+	err = alpha_backend_choose(want, heritage_env("alpha21064", "pmu_test_event"), &c->pmu, &sel, codes, n, pos,
+	                           &chosen);
 	if (err)
 		return err;
-	c->run.sel = sel;
-	c->backend = ALPHA_BACKEND_SOFTWARE;
+	if (chosen == ALPHA_BACKEND_SOFTWARE)
+		c->run.sel = sel;
+	c->backend = chosen;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <perfmon/pfmlib_perf_event.h>
 
 #include "alpha/alpha_pmu.h"
+#include "common/heritage_backend.h"
 #include "common/heritage_error.h"
 
 #include <errno.h>
@@ -20,6 +21,21 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+/* The two backends in auto's order; ops is the enum value each stands for. */
+static const enum alpha_backend be_pmu = ALPHA_BACKEND_PMU, be_software = ALPHA_BACKEND_SOFTWARE;
+#define PMU_NEEDS (HERITAGE_MECH_BIT(HERITAGE_MECH_PMU) | HERITAGE_MECH_BIT(HERITAGE_MECH_LIBPFM) | \
+                   HERITAGE_MECH_BIT(HERITAGE_MECH_SAMPLING))
+static const struct heritage_backend alpha_backends[] = {
+	{ .name = "pmu", .needs = PMU_NEEDS, .ops = &be_pmu },
+	{ .name = "software", .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_SINGLE_STEP), .ops = &be_software },
+};
+/* A stand-in event is a perf software event encoded by libpfm4's generic
+ * perf PMU: no core PMU involved, only the sampling ring. */
+static const struct heritage_backend alpha_backends_stand_in[] = {
+	{ .name = "pmu", .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_SAMPLING), .ops = &be_pmu },
+	{ .name = "software", .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_SINGLE_STEP), .ops = &be_software },
+};
 
 int alpha_backend_parse(const char *value, enum alpha_backend *b)
 {
@@ -113,28 +129,10 @@ static int perf_open(const struct perf_event_attr *attr)
 	return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int usable;
-static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
-
-static void probe_usable(void)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_HARDWARE;
-	a.config = PERF_COUNT_HW_CPU_CYCLES;
-	a.disabled = a.exclude_kernel = a.exclude_hv = 1;
-	int saved = errno, fd = perf_open(&a);
-	usable = fd >= 0;
-	if (fd >= 0)
-		close(fd);
-	errno = saved;
-}
-
 int alpha_pmu_usable(void)
 {
-	pthread_once(&usable_once, probe_usable);
-	return usable;
+	char why[HERITAGE_PROBE_EVIDENCE + 64];
+	return heritage_backend_usable(&alpha_backends[0], why, sizeof why) == 0;
 }
 
 static void join_names(char *buf, size_t len, const char *const *names, unsigned n)
@@ -469,4 +467,62 @@ int alpha_pmu_host_count(const struct alpha_pmu_run *r, unsigned c, uint64_t *co
 	if (c >= ALPHA_NCOUNTERS || !r->open[c])
 		return -EINVAL;
 	return read(r->fd[c], count, sizeof *count) == (ssize_t)sizeof *count ? 0 : -errno;
+}
+
+/* ---- backend choice ------------------------------------------------------------ */
+
+const struct heritage_backend *alpha_backend_table(int stand_in, unsigned *n)
+{
+	*n = sizeof alpha_backends / sizeof alpha_backends[0];
+	return stand_in ? alpha_backends_stand_in : alpha_backends;
+}
+
+struct alpha_request {
+	const char *stand_in;
+	struct alpha_pmu_run *pmu;
+	struct alpha_select *sel;
+	const unsigned *codes;
+	unsigned n;
+	unsigned *pos;
+};
+
+/* Fitting is preparing: the PMU backend resolves and try-opens every event
+ * (one missing host event rules it out), the software one selects. */
+static int alpha_fits(const struct heritage_backend *b, const void *arg, char *why, size_t len)
+{
+	const struct alpha_request *q = arg;
+	int err = *(const enum alpha_backend *)b->ops == ALPHA_BACKEND_PMU ? alpha_pmu_select(q->pmu, q->codes, q->n, q->stand_in, q->pos)
+	                                                 : alpha_select_events(q->sel, q->codes, q->n, 0, q->pos);
+	if (err)
+		snprintf(why, len, "%s", heritage_last_error());
+	return err;
+}
+
+int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct alpha_pmu_run *pmu,
+                         struct alpha_select *sel, const unsigned *codes, unsigned n, unsigned *pos,
+                         enum alpha_backend *chosen)
+{
+	struct alpha_request q = { stand_in, pmu, sel, codes, n, pos };
+	unsigned nb, i;
+	const struct heritage_backend *table = alpha_backend_table(stand_in != NULL, &nb);
+	int forced = want == ALPHA_BACKEND_AUTO ? -1 : heritage_backend_find(table, nb, alpha_backend_name(want));
+	char why[1024], before[1024];
+
+	/* auto's passed-over backends are not the user's error: on success the
+	 * last error stays what it was. */
+	snprintf(before, sizeof before, "%s", heritage_last_error());
+	int err = heritage_backend_choose(table, nb, forced, 0, alpha_fits, &q, &i, why, sizeof why);
+	if (err == 0) {
+		*chosen = *(const enum alpha_backend *)table[i].ops;
+		if (before[0])
+			heritage_fail_msg(0, before);
+		else
+			heritage_clear_error();
+		return 0;
+	}
+	if (err == -ENODEV)
+		err = -ENOTSUP;
+	if (forced >= 0)
+		return heritage_fail(err, "alpha21064: PAPI_HERITAGE_ALPHA21064_BACKEND=%s: %s", table[forced].name, why);
+	return heritage_fail(err, "alpha21064: no backend can count these events: %s", why);
 }

@@ -124,4 +124,21 @@ void alpha_pmu_close(struct alpha_pmu_run *r);
  * interrupts == count >> width.  0 or -errno. */
 int alpha_pmu_host_count(const struct alpha_pmu_run *r, unsigned c, uint64_t *count);
 
+/* The backend table (heritage_backend.h), in auto's order: the core PMU
+ * (needs pmu, libpfm and sampling), then single-stepping (single_step).
+ * With a stand-in event (tests), the PMU backend needs only sampling. */
+struct heritage_backend;
+const struct heritage_backend *alpha_backend_table(int stand_in, unsigned *n);
+
+/* Choose and prepare the backend for the events codes[0..n) (pos[i] gets
+ * each one's counter): want (PAPI_HERITAGE_ALPHA21064_BACKEND) forced, or
+ * auto's first usable backend that takes every event.  Fills pmu (PMU) or
+ * sel (software).  *chosen is ALPHA_BACKEND_PMU or _SOFTWARE; 0 or -errno
+ * with the message: a forced backend on a dead or absent mechanism is
+ * -ENOTSUP, one this account may not use -EPERM, with the probe's
+ * evidence. */
+int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct alpha_pmu_run *pmu,
+                         struct alpha_select *sel, const unsigned *codes, unsigned n, unsigned *pos,
+                         enum alpha_backend *chosen);
+
 #endif

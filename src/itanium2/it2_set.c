@@ -253,6 +253,8 @@ int it2_set_start(struct it2_set *s)
 	s->cpu_ns_at_start = s->has_cycles ? thread_cpu_ns() : 0;
 	if (want_data || want_code) {
 		int err = watch_session_start(&s->ws, forced, why, sizeof why);
+		if (err && forced != WATCH_BACKEND_AUTO)
+			return heritage_fail(err, "itanium2: PAPI_HERITAGE_ITANIUM2_BACKEND=%s: %s", env, why);
 		if (err)
 			return heritage_fail(err, "itanium2: %s", why);
 	}

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include "common/heritage_backend.h"
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_perf.h"
 
@@ -96,11 +97,27 @@ void rpm_perf_open(unsigned ncpus, const unsigned *os)
 	F.ncpus = ncpus;
 	static const unsigned long long sw[3] = { PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
 		                                  PERF_COUNT_SW_PAGE_FAULTS_MAJ };
-	long tp = syscall_tracepoint(F.why[RPM_SYSCALLS], sizeof F.why[RPM_SYSCALLS]);
-	if (!tp)
-		F.err[RPM_SYSCALLS] = -ENOENT;
 	for (int k = 0; k < RPM_PERF_NCOUNTS; k++)
 		F.slot[k] = -1;
+	/* What the probes found dead, absent or refused (or what
+	 * PAPI_HERITAGE_PROBE_DISABLE killed) is not opened: its reason is
+	 * the probe's. */
+	static const unsigned needs[RPM_PERF_NCOUNTS] = {
+		[RPM_PF_ALL] = HERITAGE_MECH_BIT(HERITAGE_MECH_PERF_CPU),
+		[RPM_PF_MIN] = HERITAGE_MECH_BIT(HERITAGE_MECH_PERF_CPU),
+		[RPM_PF_MAJ] = HERITAGE_MECH_BIT(HERITAGE_MECH_PERF_CPU),
+		[RPM_SYSCALLS] = HERITAGE_MECH_BIT(HERITAGE_MECH_PERF_CPU) | HERITAGE_MECH_BIT(HERITAGE_MECH_TRACEPOINT),
+	};
+	for (int k = 0; k < RPM_PERF_NCOUNTS; k++) {
+		struct heritage_backend b = { .name = "paragon_rpm", .needs = needs[k] };
+		F.err[k] = heritage_backend_usable(&b, F.why[k], sizeof F.why[k]);
+	}
+	long tp = 0;
+	if (!F.err[RPM_SYSCALLS]) {
+		tp = syscall_tracepoint(F.why[RPM_SYSCALLS], sizeof F.why[RPM_SYSCALLS]);
+		if (!tp)
+			F.err[RPM_SYSCALLS] = -ENOENT;
+	}
 	/* The tracepoint is an event of its own: in one group with the software
 	 * page-fault events, whichever led, the members counted 0 (measured on
 	 * 6.18: 0 of 16 getppid()s with a software leader, 0 faults with the

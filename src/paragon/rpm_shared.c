@@ -13,6 +13,7 @@
 
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
+#include "common/heritage_probe.h"
 #include "paragon/rpm_shared.h"
 
 static struct rpm_host host = { .self_node = -1 };
@@ -256,4 +257,21 @@ int rpm_privileged(void)
 	if (syscall(SYS_capget, &hdr, data) != 0)
 		return 0;
 	return (data[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
+void rpm_writable_probe(struct heritage_probe_result *r)
+{
+	if (rpm_privileged()) {
+		r->state = HERITAGE_PROBE_WORKS;
+		snprintf(r->evidence, sizeof r->evidence, "%s: rpm_map_writable() and PAPI_reset of the shared registers "
+		         "are granted", geteuid() == 0 ? "root" : "CAP_SYS_ADMIN");
+		return;
+	}
+	r->state = HERITAGE_PROBE_ABSENT;
+	r->refused = 1;
+	r->err = -EPERM;
+	snprintf(r->evidence, sizeof r->evidence, "uid %u without CAP_SYS_ADMIN: the registers are read-only here, "
+	         "as they were to Paragon users", (unsigned)geteuid());
+	snprintf(r->allowed_by, sizeof r->allowed_by, "root or CAP_SYS_ADMIN (as on the Paragon, where resets were "
+	         "the superuser's)");
 }

@@ -7,71 +7,74 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/heritage_backend.h"
 #include "watch/watch.h"
 
-static const struct {
-	const char *name;
-	const struct watch_backend_ops *ops;
-} backends[WATCH_BACKEND_COUNT] = {
-	[WATCH_BACKEND_AUTO] = { "auto", NULL },
-	[WATCH_BACKEND_INSTRUMENT] = { "instrument", &watch_instrument_ops },
-	[WATCH_BACKEND_BREAKPOINT] = { "breakpoint", &watch_breakpoint_ops },
-	[WATCH_BACKEND_PAGETRAP] = { "pagetrap", &watch_pagetrap_ops },
+/* The three backends in the order auto tries them, cheapest exact one first:
+ * instrumented code costs a call per access, a debug register a trap per
+ * hit, a page trap a fault, two mprotects and a step per access to the whole
+ * page.  Index = enum watch_backend - 1. */
+static const struct heritage_backend backends[WATCH_BACKEND_COUNT - 1] = {
+	{ .name = "instrument", .needs = 0, .ops = &watch_instrument_ops },
+	{ .name = "breakpoint", .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_BREAKPOINT), .ops = &watch_breakpoint_ops },
+	{ .name = "pagetrap",
+	  .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_PAGETRAP) | HERITAGE_MECH_BIT(HERITAGE_MECH_SINGLE_STEP),
+	  .ops = &watch_pagetrap_ops },
 };
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+const struct heritage_backend *watch_backend_table(unsigned *n)
+{
+	*n = NBACKENDS;
+	return backends;
+}
 
 const char *watch_backend_name(enum watch_backend b)
 {
-	return (b >= 0 && b < WATCH_BACKEND_COUNT) ? backends[b].name : "?";
+	if (b == WATCH_BACKEND_AUTO)
+		return "auto";
+	return (b > 0 && b < WATCH_BACKEND_COUNT) ? backends[b - 1].name : "?";
 }
 
 int watch_backend_from_name(const char *name, enum watch_backend *out)
 {
-	for (int b = 0; b < WATCH_BACKEND_COUNT; b++) {
-		if (strcasecmp(name, backends[b].name) == 0) {
-			*out = (enum watch_backend)b;
-			return 0;
-		}
+	if (name && strcasecmp(name, "auto") == 0) {
+		*out = WATCH_BACKEND_AUTO;
+		return 0;
 	}
-	return -EINVAL;
+	int i = heritage_backend_find(backends, NBACKENDS, name);
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum watch_backend)(i + 1);
+	return 0;
+}
+
+static int watch_fits(const struct heritage_backend *b, const void *req, char *why, size_t len)
+{
+	const struct watch_backend_ops *ops = b->ops;
+	return ops->fits(req, why, len);
+}
+
+static int choose_from(const struct watch_request *req, enum watch_backend forced, enum watch_backend from,
+                       enum watch_backend *out, char *why, size_t len)
+{
+	unsigned i;
+	int err = heritage_backend_choose(backends, NBACKENDS, (int)forced - 1, (unsigned)from - 1, watch_fits, req,
+	                                  &i, why, len);
+	if (err == 0)
+		*out = (enum watch_backend)(i + 1);
+	else if (forced == WATCH_BACKEND_AUTO && err != -EINVAL) {
+		char list[WATCH_ERRLEN];
+		snprintf(list, sizeof list, "%s", why);
+		snprintf(why, len, "no backend can count this: %s", list);
+	}
+	return err;
 }
 
 int watch_choose_backend(const struct watch_request *req, enum watch_backend forced,
                          enum watch_backend *out, char *why, size_t len)
 {
-	if (forced != WATCH_BACKEND_AUTO) {
-		int err = backends[forced].ops->fits(req, why, len);
-		if (err == 0)
-			*out = forced;
-		return err;
-	}
-
-	/* Cheapest exact backend first: instrumented code costs a call per
-	 * access, a debug register a trap per hit, a page trap a fault, two
-	 * mprotects and a breakpoint per access to the whole page. */
-	static const enum watch_backend order[] = {
-		WATCH_BACKEND_INSTRUMENT, WATCH_BACKEND_BREAKPOINT, WATCH_BACKEND_PAGETRAP
-	};
-	char reasons[3][WATCH_ERRLEN];
-	int err = -ENOTSUP;
-
-	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-		reasons[i][0] = '\0';
-		int e = backends[order[i]].ops->fits(req, reasons[i], sizeof reasons[i]);
-		if (e == 0) {
-			*out = order[i];
-			return 0;
-		}
-		/* A bad request (EINVAL) is bad for every backend: report that
-		 * rather than the last backend's capacity limit. */
-		if (e == -EINVAL) {
-			snprintf(why, len, "%s", reasons[i]);
-			return e;
-		}
-		err = e;
-	}
-	snprintf(why, len, "no backend can count this: instrument: %s; breakpoint: %s; pagetrap: %s",
-	         reasons[0], reasons[1], reasons[2]);
-	return err;
+	return choose_from(req, forced, WATCH_BACKEND_INSTRUMENT, out, why, len);
 }
 
 int watch_session_start(struct watch_session *s, enum watch_backend forced, char *why, size_t len)
@@ -84,25 +87,27 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
 		return -EBUSY;
 	}
 	err = watch_choose_backend(&s->req, forced, &b, why, len);
-	if (err)
-		return err;
-	for (;;) {
+	while (err == 0) {
 		s->backend = b;
-		s->ops = backends[b].ops;
+		s->ops = backends[b - 1].ops;
 		err = s->ops->start(s, why, len);
 		if (err == 0) {
 			s->running = 1;
 			return 0;
 		}
-		/* Chosen automatically but the system refused it (debug registers
-		 * taken, perf_event_paranoid): the next backend that fits. */
-		if (forced != WATCH_BACKEND_AUTO || b != WATCH_BACKEND_BREAKPOINT)
+		/* Chosen automatically, proven to work, and still refused now
+		 * (the debug registers taken by a debugger since the probe): the
+		 * next backend that can. */
+		if (forced != WATCH_BACKEND_AUTO || b + 1 >= WATCH_BACKEND_COUNT)
 			return err;
-		char why_next[WATCH_ERRLEN];
-		if (backends[WATCH_BACKEND_PAGETRAP].ops->fits(&s->req, why_next, sizeof why_next) != 0)
+		char first[WATCH_ERRLEN];
+		snprintf(first, sizeof first, "%s", why);
+		if (choose_from(&s->req, WATCH_BACKEND_AUTO, b + 1, &b, why, len) != 0) {
+			snprintf(why, len, "%s", first);
 			return err;
-		b = WATCH_BACKEND_PAGETRAP;
+		}
 	}
+	return err;
 }
 
 void watch_session_stop(struct watch_session *s)

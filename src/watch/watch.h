@@ -123,10 +123,15 @@ extern const struct watch_backend_ops watch_breakpoint_ops;
 extern const struct watch_backend_ops watch_pagetrap_ops;
 
 const char *watch_backend_name(enum watch_backend b);
+struct heritage_backend;
+/* The table itself (for listings of who needs which mechanism). */
+const struct heritage_backend *watch_backend_table(unsigned *n);
 int watch_backend_from_name(const char *name, enum watch_backend *out);
 
-/* Pick the backend for req: forced (not AUTO) is checked with fits();
- * AUTO tries instrument, breakpoint, pagetrap in that order. */
+/* Pick the backend for req from the backend table (heritage_backend.h):
+ * forced (not AUTO) must have working mechanisms and fit, else -ENOTSUP or
+ * -EPERM with the probe's evidence; AUTO takes the first of instrument,
+ * breakpoint, pagetrap whose mechanisms work and that fits. */
 int watch_choose_backend(const struct watch_request *req, enum watch_backend forced,
                          enum watch_backend *out, char *why, size_t len);
 
