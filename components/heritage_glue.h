@@ -7,10 +7,12 @@
 #define HERITAGE_GLUE_H
 
 #include <errno.h>
+#include <stdio.h>
 
 #include "common/heritage_error.h"
 #include "papi.h"
 #include "papi_internal.h"
+#include "papi_vector.h"
 
 static inline int heritage_papi_error(int neg_errno)
 {
@@ -67,6 +69,20 @@ static inline int heritage_enum_keyed(int rc, unsigned code, int (*code_to_name)
 	if (rc == PAPI_OK && code_to_name(code, name, sizeof name) == PAPI_OK)
 		_papi_hwi_set_papi_event_string(name);
 	return rc;
+}
+
+/* The end of init_component: enabled, or disabled with why (from the
+ * probes) in PAPI's disabled_reason, so papi_component_avail says why. */
+static inline int heritage_component_status(papi_vector_t *v, int neg_errno, const char *why)
+{
+	if (neg_errno == 0) {
+		v->cmp_info.disabled = PAPI_OK;
+		v->cmp_info.disabled_reason[0] = '\0';
+		return PAPI_OK;
+	}
+	v->cmp_info.disabled = heritage_papi_error(neg_errno);
+	snprintf(v->cmp_info.disabled_reason, sizeof v->cmp_info.disabled_reason, "%s", why);
+	return v->cmp_info.disabled;
 }
 
 #endif

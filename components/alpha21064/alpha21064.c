@@ -87,10 +87,11 @@ static int alpha_init_component(int cidx)
 
 	_alpha21064_vector.cmp_info.CmpIdx = cidx;
 	_alpha21064_vector.cmp_info.num_native_events = (int)alpha_nevents;
-	_alpha21064_vector.cmp_info.disabled = 0;
 	if (want && alpha_os_parse(want, &os) == 0)
 		alpha_os = os;
-	return PAPI_OK;
+	char why[1024];
+	int err = alpha_any_backend(why, sizeof why);
+	return heritage_component_status(&_alpha21064_vector, err, why);
 }
 
 static int alpha_init_thread(hwd_context_t *ctx)

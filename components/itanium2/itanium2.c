@@ -32,8 +32,9 @@ static int it2_init_component(int cidx)
 {
 	_itanium2_vector.cmp_info.CmpIdx = cidx;
 	_itanium2_vector.cmp_info.num_native_events = IT2_NEVENTS;
-	_itanium2_vector.cmp_info.disabled = 0;
-	return PAPI_OK;
+	char why[WATCH_ERRLEN];
+	int err = watch_any_backend(why, sizeof why);
+	return heritage_component_status(&_itanium2_vector, err, why);
 }
 
 static int it2_init_thread(hwd_context_t *ctx)

@@ -141,4 +141,8 @@ int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct a
                          struct alpha_select *sel, const unsigned *codes, unsigned n, unsigned *pos,
                          enum alpha_backend *chosen);
 
+/* 0 if some backend can count here (for init_component), else -errno
+ * and why. */
+int alpha_any_backend(char *why, size_t len);
+
 #endif

@@ -89,3 +89,18 @@ unsigned heritage_backend_needs_any(const struct heritage_backend *table, unsign
 		all |= table[i].needs;
 	return all;
 }
+
+int heritage_backend_any_usable(const struct heritage_backend *table, unsigned n, char *why, size_t len)
+{
+	char reason[512];
+	int err = -ENOTSUP;
+
+	why[0] = '\0';
+	for (unsigned i = n; i-- > 0;) {
+		err = heritage_backend_usable(&table[i], reason, sizeof reason);
+		if (err == 0)
+			return 0;
+		append(why, len, table[i].name, reason);
+	}
+	return err;
+}

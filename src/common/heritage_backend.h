@@ -42,6 +42,11 @@ int heritage_backend_usable(const struct heritage_backend *b, char *why, size_t 
 int heritage_backend_choose(const struct heritage_backend *table, unsigned n, int forced, unsigned from,
                             heritage_fits_fn fits, const void *req, unsigned *out, char *why, size_t len);
 
+/* 0 if some backend of table can count here, else the error and why,
+ * for init_component's disabled_reason.  Tries the table from its end:
+ * the last resorts are the software ones, whose probes are the cheapest. */
+int heritage_backend_any_usable(const struct heritage_backend *table, unsigned n, char *why, size_t len);
+
 /* The mechanisms every backend of table needs, and the backends of one
  * mechanism (for listings): "itanium2/breakpoint". */
 unsigned heritage_backend_needs_any(const struct heritage_backend *table, unsigned n);

@@ -159,3 +159,18 @@ void watch_session_reset(struct watch_session *s)
 	if (s->running)
 		s->ops->reset(s);
 }
+
+int watch_any_backend(char *why, size_t len)
+{
+	if (watch_instrument_present())
+		return 0;
+	/* Not instrumented: the trap backends are all there is. */
+	int err = heritage_backend_any_usable(backends + 1, NBACKENDS - 1, why, len);
+	if (err) {
+		char list[WATCH_ERRLEN];
+		snprintf(list, sizeof list, "%s", why);
+		snprintf(why, len, "no backend can count in this process: instrument: the program was not built with "
+		         "pkg-config --cflags papi-heritage-instrument; %s", list);
+	}
+	return err;
+}

@@ -142,6 +142,10 @@ void watch_session_stop(struct watch_session *s);
 void watch_session_read_fields(const struct watch_session *s, const unsigned char *field, unsigned n, void *out);
 void watch_session_reset(struct watch_session *s);
 
+/* 0 if some backend can count in this process (for init_component), else
+ * -errno and why, from the probes. */
+int watch_any_backend(char *why, size_t len);
+
 /* True when the main executable was built with the instrument hooks. */
 int watch_instrument_present(void);
 
