@@ -11,7 +11,11 @@
 #include "papi_vector.h"
 
 #include "heritage_glue.h"
+#include "alpha/alpha_pmu.h"
+#include "common/heritage_backend.h"
+#include "common/heritage_env.h"
 #include "common/heritage_probe.h"
+#include "watch/watch.h"
 #include "papi_heritage.h"
 
 typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event_facts *facts);
@@ -100,4 +104,28 @@ HERITAGE_PUBLIC int papi_heritage_mechanism(int index, struct papi_heritage_mech
 	heritage_mech_users((enum heritage_mech)index, m->used_by, sizeof m->used_by);
 	m->probe_ns = r->ns;
 	return PAPI_OK;
+}
+
+HERITAGE_PUBLIC int papi_heritage_backend_usable(const char *component, const char *backend, char *why, int len)
+{
+	const struct heritage_backend *table = NULL;
+	unsigned n = 0;
+	char reason[1024];
+
+	if (!component || !backend)
+		return PAPI_EINVAL;
+	if (strcmp(component, "itanium2") == 0)
+		table = watch_backend_table(&n);
+	else if (strcmp(component, "alpha21064") == 0)
+		table = alpha_backend_table(heritage_env("alpha21064", "pmu_test_event") != NULL, &n);
+	int i = table ? heritage_backend_find(table, n, backend) : -1;
+	if (i < 0) {
+		if (why && len > 0)
+			snprintf(why, (size_t)len, "%s has no backend called %s", component, backend);
+		return PAPI_EINVAL;
+	}
+	int err = heritage_backend_usable(&table[i], reason, sizeof reason);
+	if (why && len > 0)
+		snprintf(why, (size_t)len, "%s", err ? reason : "");
+	return heritage_papi_error(err);
 }

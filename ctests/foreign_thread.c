@@ -203,6 +203,10 @@ int main(int argc, char **argv)
 	if (strncmp(mode, "alpha21064", 10) == 0)
 		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	heritage_test_init();
+	if (strncmp(mode, "alpha21064", 10) == 0)
+		heritage_test_require_backend("alpha21064", "software");
+	if (strcmp(mode, "paragon_rpm") == 0)
+		heritage_test_require_mechanism("single_step"); /* the FP trap mode steps the trapping instruction */
 	CHECK_PAPI(PAPI_thread_init(pthread_self));
 	buf = calloc(8, sizeof *buf);
 	if (!buf)

@@ -80,6 +80,8 @@ int main(void)
 	pthread_t tid[NTHREADS];
 
 	heritage_test_init();
+	if (!HERITAGE_TEST_INSTRUMENTED) /* multi-page ranges: only page traps count them */
+		heritage_test_require_backend("itanium2", "pagetrap");
 	CHECK_PAPI(PAPI_thread_init(pthread_self));
 	shared = aligned_alloc(4096, N * sizeof(int));
 	memset(shared, 0, N * sizeof(int));

@@ -160,6 +160,8 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "fpe";
 	heritage_test_init();
+	if (strcmp(mode, "fpe") == 0)
+		heritage_test_require_mechanism("single_step"); /* the trap mode steps each trapping instruction */
 	if (strcmp(mode, "faults") == 0)
 		test_faults();
 	else

@@ -90,6 +90,14 @@ int papi_heritage_mechanism_index(const char *name);
  * are known). */
 const char *papi_heritage_probe_disable_unknown(void);
 
+/* Can backend (e.g. "breakpoint") of component ("itanium2", "alpha21064")
+ * count here, for this account?  PAPI_OK; PAPI_ENOSUPP (a mechanism it
+ * needs is dead or absent) or PAPI_EPERM (refused to this account), with
+ * why; PAPI_EINVAL for an unknown component or backend.  The same answer a
+ * forced PAPI_HERITAGE_<COMPONENT>_BACKEND gets: tests ask it to skip with
+ * the reason rather than fail or, worse, pass on a dead mechanism. */
+int papi_heritage_backend_usable(const char *component, const char *backend, char *why, int len);
+
 /* alpha21064: the interrupt frame of the counter interrupt being delivered,
  * as the operating system chosen for the process received it (alpha21064(3)):
  *   PAPI_HERITAGE_ALPHA_OS_UNIX  DIGITAL UNIX: entINT, IPL 6, a0 = 4 (osfint$c_perf),
