@@ -1375,6 +1375,17 @@ static void atfork_child(void)
 	S.pid = watch_sys_getpid();
 	watch_park_atfork_child();
 	memset((void *)S.altstack_tid, 0, sizeof S.altstack_tid);
+	/* The forking thread, the child's only one, keeps the signal stack it
+	 * had: its slot stays taken, by its new tid.  Freed, the slot went to
+	 * the child's next thread, two threads' handlers shared one stack, and
+	 * a code window's park was never released (the code-threads test hung
+	 * every time in a child forked after the engine had run). */
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE)) {
+		uintptr_t sp = (uintptr_t)cur.ss_sp, base = (uintptr_t)S.altstacks;
+		if (sp >= base && sp < base + (uintptr_t)PT_ALTSTACK_SLOTS * PT_ALTSTACK_BYTES)
+			atomic_store(&S.altstack_tid[(sp - base) / PT_ALTSTACK_BYTES], watch_sys_gettid());
+	}
 	S.lock_depth = 0;
 	atomic_store(&S.lock_owner, 0);
 	atomic_store(&S.lock_waiters, 0);
