@@ -137,6 +137,9 @@ static void dead(void)
 		SKIP("perf events are %s here, so the shim's dummy event cannot open either: %s",
 		     sw.refused ? "refused" : "unavailable", sw.evidence);
 	struct papi_heritage_mechanism m = mechanism("breakpoint");
+	if (m.disabled)
+		SKIP("PAPI_HERITAGE_PROBE_DISABLE killed the breakpoint mechanism before the shim could be seen: %s",
+		     m.evidence);
 	EXPECT(m.state == PAPI_HERITAGE_MECH_DEAD, "breakpoint under the shim: state %d (%s), want dead", m.state,
 	       m.evidence);
 	EXPECT(strstr(m.evidence, "counted 0 loads and 0 stores") != NULL, "evidence: %s", m.evidence);
