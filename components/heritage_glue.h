@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/heritage_error.h"
 #include "papi.h"
@@ -83,6 +84,22 @@ static inline int heritage_component_status(papi_vector_t *v, int neg_errno, con
 	v->cmp_info.disabled = heritage_papi_error(neg_errno);
 	snprintf(v->cmp_info.disabled_reason, sizeof v->cmp_info.disabled_reason, "%s", why);
 	return v->cmp_info.disabled;
+}
+
+/* papi_component_avail shows a component's description, and its
+ * disabled_reason only when disabled: an enabled component that this
+ * machine or account limits says how in its description, within PAPI's
+ * 128 characters, and papi_heritage_avail --mechanisms says why. */
+static inline void heritage_component_limits(papi_vector_t *v, const char *what, const char *limits)
+{
+	char *d = v->cmp_info.description;
+	size_t len = sizeof v->cmp_info.description;
+
+	if (!limits[0])
+		return;
+	int n = snprintf(d, len, "%s (papi-heritage); limited here: %s", what, limits);
+	if (n >= (int)len)
+		memcpy(d + len - 4, "...", 4);
 }
 
 #endif

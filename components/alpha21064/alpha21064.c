@@ -91,6 +91,10 @@ static int alpha_init_component(int cidx)
 		alpha_os = os;
 	char why[1024];
 	int err = alpha_any_backend(why, sizeof why);
+	if (err == 0) {
+		alpha_limits(why, sizeof why);
+		heritage_component_limits(&_alpha21064_vector, "Alpha 21064 overflow-only counters", why);
+	}
 	return heritage_component_status(&_alpha21064_vector, err, why);
 }
 

@@ -34,6 +34,10 @@ static int it2_init_component(int cidx)
 	_itanium2_vector.cmp_info.num_native_events = IT2_NEVENTS;
 	char why[WATCH_ERRLEN];
 	int err = watch_any_backend(why, sizeof why);
+	if (err == 0) {
+		watch_limits(why, sizeof why);
+		heritage_component_limits(&_itanium2_vector, "Itanium 2 address-range restriction", why);
+	}
 	return heritage_component_status(&_itanium2_vector, err, why);
 }
 

@@ -13,6 +13,7 @@
 #include "papi_vector.h"
 
 #include "../heritage_glue.h"
+#include "common/heritage_backend.h"
 #include "paragon/rpm_events.h"
 #include "paragon/rpm_page.h"
 #include "papi_heritage.h"
@@ -31,8 +32,14 @@ static int rpm_init_component(int cidx)
 {
 	_paragon_rpm_vector.cmp_info.CmpIdx = cidx;
 	_paragon_rpm_vector.cmp_info.num_native_events = (int)rpm_nevents;
-	_paragon_rpm_vector.cmp_info.disabled = 0;
-	return PAPI_OK;
+	/* The system-wide kernel counts and the resets are what an account can
+	 * lack (the tracepoint itself is left to its first use: enabling it
+	 * costs the kernel milliseconds of code patching). */
+	char limits[256];
+	heritage_mechs_limits(HERITAGE_MECH_BIT(HERITAGE_MECH_PERF_CPU) | HERITAGE_MECH_BIT(HERITAGE_MECH_TRACEFS) |
+	                      HERITAGE_MECH_BIT(HERITAGE_MECH_RPM_WRITABLE), limits, sizeof limits);
+	heritage_component_limits(&_paragon_rpm_vector, "Intel Paragon RPM counters", limits);
+	return heritage_component_status(&_paragon_rpm_vector, 0, "");
 }
 
 static int rpm_init_thread(hwd_context_t *ctx)

@@ -531,3 +531,8 @@ int alpha_any_backend(char *why, size_t len)
 {
 	return heritage_backend_any_usable(alpha_backends, sizeof alpha_backends / sizeof alpha_backends[0], why, len);
 }
+
+void alpha_limits(char *buf, size_t len)
+{
+	heritage_backend_limits(alpha_backends, sizeof alpha_backends / sizeof alpha_backends[0], buf, len);
+}

@@ -145,4 +145,8 @@ int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct a
  * and why. */
 int alpha_any_backend(char *why, size_t len);
 
+/* The backends this machine and account keep out, for the component's
+ * description ("" if none). */
+void alpha_limits(char *buf, size_t len);
+
 #endif

@@ -104,3 +104,38 @@ int heritage_backend_any_usable(const struct heritage_backend *table, unsigned n
 	}
 	return err;
 }
+
+static const char *verdict(enum heritage_mech m)
+{
+	const struct heritage_probe_result *r = heritage_probe(m);
+	return r->refused ? "refused" : heritage_probe_state_name(r->state);
+}
+
+void heritage_backend_limits(const struct heritage_backend *table, unsigned n, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n; i++) {
+		for (int m = 0; m < HERITAGE_NMECHS; m++) {
+			if (!(table[i].needs & HERITAGE_MECH_BIT(m)) || heritage_probe_works((enum heritage_mech)m))
+				continue;
+			size_t used = strlen(buf);
+			if (used < len)
+				snprintf(buf + used, len - used, "%sno %s backend (%s %s)", used ? ", " : "", table[i].name,
+				         heritage_mech_name((enum heritage_mech)m), verdict((enum heritage_mech)m));
+			break;
+		}
+	}
+}
+
+void heritage_mechs_limits(unsigned mechs, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int m = 0; m < HERITAGE_NMECHS; m++) {
+		if (!(mechs & HERITAGE_MECH_BIT(m)) || heritage_probe_works((enum heritage_mech)m))
+			continue;
+		size_t used = strlen(buf);
+		if (used < len)
+			snprintf(buf + used, len - used, "%s%s %s", used ? ", " : "", heritage_mech_name((enum heritage_mech)m),
+			         verdict((enum heritage_mech)m));
+	}
+}

@@ -47,6 +47,16 @@ int heritage_backend_choose(const struct heritage_backend *table, unsigned n, in
  * the last resorts are the software ones, whose probes are the cheapest. */
 int heritage_backend_any_usable(const struct heritage_backend *table, unsigned n, char *why, size_t len);
 
+/* What this machine and account take away from table, for the component's
+ * description in papi_component_avail: "no breakpoint backend (breakpoint
+ * refused), no pmu backend (pmu absent)" for each backend a needed mechanism
+ * keeps out; "" when
+ * every backend can count.  Probes what it has to. */
+void heritage_backend_limits(const struct heritage_backend *table, unsigned n, char *buf, size_t len);
+
+/* The same for a set of mechanisms used directly: "perf_cpu refused". */
+void heritage_mechs_limits(unsigned mechs, char *buf, size_t len);
+
 /* The mechanisms every backend of table needs, and the backends of one
  * mechanism (for listings): "itanium2/breakpoint". */
 unsigned heritage_backend_needs_any(const struct heritage_backend *table, unsigned n);

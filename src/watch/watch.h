@@ -146,6 +146,10 @@ void watch_session_reset(struct watch_session *s);
  * -errno and why, from the probes. */
 int watch_any_backend(char *why, size_t len);
 
+/* The trap backends this machine and account keep out, for the
+ * component's description ("" if none). */
+void watch_limits(char *buf, size_t len);
+
 /* True when the main executable was built with the instrument hooks. */
 int watch_instrument_present(void);
 
