@@ -96,8 +96,8 @@ static int rpm_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **va
 	(void)ctx;
 	(void)flags;
 	*values = c->set.values; /* first: nothing is live across the read's slow call */
-	rpm_set_read(&c->set);
-	return PAPI_OK;
+	int err = rpm_set_read(&c->set);
+	return __builtin_expect(err == 0, 1) ? PAPI_OK : heritage_papi_fail(err); /* a dead rpmd's counts */
 }
 
 static int rpm_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -190,11 +190,12 @@ static int rpm_ntv_code_to_descr(unsigned code, char *descr, int len)
 	if (!e)
 		return PAPI_ENOEVNT;
 	const char *why;
-	/* A kernel counter refused here turns the event unavailable: say so. */
+	/* A kernel counter refused here turns the event unavailable: say so;
+	 * one counted by the rpmd service instead says that. */
 	int refused = rpm_event_source(e, &why) == RPM_UNAVAILABLE && e->source != RPM_UNAVAILABLE;
+	const char *open = refused ? " [unavailable here: " : *why ? " [here: " : "";
 	char d[PAPI_HUGE_STR_LEN];
-	snprintf(d, sizeof d, "%s%s%s%s", e->desc, refused ? " [unavailable here: " : "", refused ? why : "",
-	         refused ? "]" : "");
+	snprintf(d, sizeof d, "%s%s%s%s", e->desc, open, *open ? why : "", *open ? "]" : "");
 	if (RPM_CODE_CPU(code))
 		snprintf(descr, (size_t)len, "%s masks:CPU %u only", d, RPM_CODE_CPU(code) - 1);
 	else

@@ -179,7 +179,7 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 {
 	if (n > RPM_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "paragon_rpm: at most %d events per event set", RPM_MAX_EVENTS);
-	int need_live = 0, need_fpe = 0;
+	int need_live = 0, need_fpe = 0, need_perf = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const struct rpm_event *e = rpm_event_of(codes[i]);
 		if (!e)
@@ -192,6 +192,9 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 			                     e->name, *why ? ": " : "", why);
 		if (e->kind == RPM_K_FPE && rpm_fpe_classes(NULL))
 			need_fpe = 1;
+		if (e->kind == RPM_K_SYSCALLS || e->kind == RPM_K_FAULTS || e->kind == RPM_K_RESOLVED ||
+		    e->kind == RPM_K_UNRESOLVED || e->kind == RPM_K_ALLTRAPS)
+			need_perf = 1;
 		if (e->kind != RPM_K_TIME && e->kind != RPM_K_TIME_S && e->kind != RPM_K_ZERO &&
 		    !(e->kind == RPM_K_COUNTER && e->counter >= RPM_NORTH))
 			need_live = 1;
@@ -201,8 +204,22 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 	s->need_live = need_live;
 	s->time_only = !need_live && n == 1 && rpm_events[codes[0] & RPM_CODE_INDEX_MASK].kind == RPM_K_TIME;
 	s->need_fpe = need_fpe;
+	s->need_perf = need_perf;
 	memset(s->values, 0, sizeof s->values);
 	return 0;
+}
+
+/* Why a sample's rpm_perf.h counts cannot be used against the start's. */
+static int perf_fail(const struct rpm_set *s, const struct rpm_live *live, const char *when)
+{
+	const char *why;
+	if (rpm_perf_revalidate(&why) != 0)
+		return heritage_fail(-ESTALE, "paragon_rpm: %s; %s", why, when);
+	if (rpm_perf_generation() != s->start_gen)
+		return heritage_fail(-ESTALE, "paragon_rpm: the rpmd service was restarted since PAPI_start and its counts "
+		                              "began again; %s", when);
+	return heritage_fail(-ESTALE, "paragon_rpm: the rpmd service's page could not be read consistently "
+	                              "(%s); %s", strerror(-live->perf_err), when);
 }
 
 /* Current integer count (or seconds, for rpms_idle) of one event. */
@@ -291,18 +308,34 @@ static void sample(const struct rpm_set *s, struct rpm_live **live, uint64_t cum
 
 int rpm_set_start(struct rpm_set *s)
 {
+	/* A restarted rpmd's page replaces a dead one's here, in thread
+	 * context; a set starts only on a live one. */
+	const char *why;
+	if (s->need_perf && rpm_perf_revalidate(&why) != 0)
+		return heritage_fail(-ESTALE, "paragon_rpm: %s", why);
 	/* Before the snapshot: traps from here on are the set's.  If the mode
 	 * cannot be had, the set does not start: its FP counts would be 0. */
+	int enabled_here = 0;
 	if (s->need_fpe && !s->fpe_on) {
 		int err = rpm_fpe_thread_enable();
 		if (err)
 			return err;
-		s->fpe_on = 1;
+		s->fpe_on = enabled_here = 1;
 		heritage_owner_set(&s->fpe_owner);
 	}
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks;
 	sample(s, &live, cum, &ticks);
+	if (s->need_perf && live->perf_err) {
+		s->start_gen = rpm_perf_generation();
+		int err = perf_fail(s, live, "not started");
+		if (enabled_here) {
+			rpm_fpe_thread_disable();
+			s->fpe_on = 0;
+		}
+		return err;
+	}
+	s->start_gen = live->perf_gen;
 	for (unsigned i = 0; i < s->n; i++)
 		current(s, i, live, cum, ticks, &s->start[i], &s->start_s[i]);
 	memset(s->values, 0, sizeof s->values);
@@ -322,17 +355,19 @@ int rpm_set_stop(struct rpm_set *s)
 	return 0;
 }
 
-void rpm_set_read_slow(struct rpm_set *s)
+int rpm_set_read_slow(struct rpm_set *s)
 {
 	if (s->time_only) {
 		s->values[0] = (long long)rpm_now_ticks();
-		return;
+		return 0;
 	}
 	struct rpm_live *live;
 	uint64_t cum[RPM_NCOUNTERS], ticks, count;
 	double seconds;
 
 	sample(s, &live, cum, &ticks);
+	if (s->need_perf && (live->perf_err || live->perf_gen != s->start_gen))
+		return perf_fail(s, live, "the counts since PAPI_start are lost (PAPI_reset starts again once rpmd runs)");
 	for (unsigned i = 0; i < s->n; i++) {
 		const struct rpm_event *e = rpm_event_of(s->codes[i]);
 		current(s, i, live, cum, ticks, &count, &seconds);
@@ -343,4 +378,5 @@ void rpm_set_read_slow(struct rpm_set *s)
 			s->values[i] = (long long)(e->absolute ? count : count - s->start[i]);
 		}
 	}
+	return 0;
 }

@@ -68,6 +68,8 @@ struct rpm_set {
 	unsigned codes[RPM_MAX_EVENTS];
 	int need_live;                    /* bus or soft counters: read /proc */
 	int time_only;                    /* just rpm_time: PAPI_read is one clock read */
+	int need_perf;                    /* rpm_perf.h's counts: maybe from the rpmd service */
+	uint64_t start_gen;               /* the service page the start snapshot came from */
 	int need_fpe;                     /* FP trap counts: trap in this thread while started */
 	int fpe_on;                       /* rpm_fpe_thread_enable() done by rpm_set_start */
 	struct heritage_owner fpe_owner;  /* in this thread */
@@ -87,18 +89,22 @@ int rpm_set_start(struct rpm_set *s);
  * with the message, still counting. */
 int rpm_set_stop(struct rpm_set *s);
 /* Every read but the fast one below: a set with counters (one /proc sample
- * for all of them), or rpm_time when the clock's fast path declined. */
-void rpm_set_read_slow(struct rpm_set *s);
+ * for all of them), or rpm_time when the clock's fast path declined.  0, or
+ * -ESTALE with the message when the set counts from the rpmd service and
+ * its page went stale, or is another daemon's than at start: those counts
+ * cannot be subtracted (the set counts on; PAPI_reset restarts it). */
+int rpm_set_read_slow(struct rpm_set *s);
 /* Inline, as the clock's fast path is: PAPI_read of rpm_time alone, the
  * common case, is then one clock read and no call (paragon_rpm(3) has what
  * that costs). */
-static inline __attribute__((always_inline)) void rpm_set_read(struct rpm_set *s)
+static inline __attribute__((always_inline)) int rpm_set_read(struct rpm_set *s)
 {
 	uint64_t ticks;
-	if (__builtin_expect(s->time_only && rpm_clock_try_ticks(&ticks), 1))
+	if (__builtin_expect(s->time_only && rpm_clock_try_ticks(&ticks), 1)) {
 		s->values[0] = (long long)ticks;
-	else
-		rpm_set_read_slow(s);
+		return 0;
+	}
+	return rpm_set_read_slow(s);
 }
 
 #endif

@@ -79,6 +79,8 @@ static struct {
 	/* Per-CPU perf counts, read with the files: reading another CPU's
 	 * event costs the kernel an IPI (tens of us on a VM). */
 	uint64_t perf[RPM_MAX_CPUS][RPM_PERF_NCOUNTS];
+	int perf_err;
+	uint64_t perf_gen;
 	char buf[SAMPLE_BUF];
 } P = { .lock = ATOMIC_FLAG_INIT, .rpm_fd = -1 };
 
@@ -140,7 +142,8 @@ static int slurp(const char *path)
  * are read with them so that one sample is one instant. */
 static void sample_locked(uint64_t now, uint64_t max_age_ns)
 {
-	if (P.sample_ns && now - P.sample_ns < max_age_ns)
+	/* A new rpmd page (the daemon restarted) is a new sample at once. */
+	if (P.sample_ns && now - P.sample_ns < max_age_ns && P.perf_gen == rpm_perf_generation())
 		return;
 	int saved = errno;
 	if (slurp("/proc/stat") == 0)
@@ -149,8 +152,17 @@ static void sample_locked(uint64_t now, uint64_t max_age_ns)
 		rpm_parse_interrupts(P.buf, &P.sample);
 	if (slurp("/proc/net/dev") == 0)
 		rpm_parse_netdev(P.buf, &P.sample);
-	for (unsigned i = 0; i < P.ncpus; i++)
-		rpm_perf_read(i, P.perf[i]);
+	P.perf_err = 0;
+	for (unsigned i = 0; i < P.ncpus; i++) {
+		uint64_t gen;
+		int err = rpm_perf_read(i, P.perf[i], &gen);
+		if (i == 0)
+			P.perf_gen = gen;
+		else if (!err && gen != P.perf_gen)
+			err = -EAGAIN; /* the daemon was replaced between two CPUs */
+		if (err && !P.perf_err)
+			P.perf_err = err;
+	}
 	errno = saved;
 	P.sample_ns = now;
 }
@@ -188,6 +200,8 @@ static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns
 	sample_locked(now, max_age_ns);
 	bus_locked(now, &live->bus);
 	live->ncpus = P.ncpus;
+	live->perf_err = P.perf_err;
+	live->perf_gen = P.perf_gen;
 	for (unsigned i = 0; i < P.ncpus; i++) {
 		unsigned os = P.pu_os[i];
 		live->idle_s[i] = (double)P.sample.idle_ticks[os] / (double)P.clk_tck;

@@ -25,6 +25,11 @@ struct rpm_live {
 	uint64_t faults[RPM_MAX_CPUS];        /* rpms_dat: every page fault */
 	uint64_t faults_resolved[RPM_MAX_CPUS]; /* rpms_ptenotp: minor + major */
 	uint64_t fpe[RPM_MAX_CPUS][RPM_FPF_NFIELDS]; /* rpms_ft, rpms_fpe_* (rpm_fpe.h) */
+	/* rpm_perf_read()'s status and service generation for this sample:
+	 * counts from a stale rpmd page, or from another daemon than a start
+	 * snapshot's, are not counts to subtract. */
+	int perf_err;
+	uint64_t perf_gen;
 };
 int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns);
 

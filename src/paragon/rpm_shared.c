@@ -20,7 +20,7 @@ static struct rpm_host host = { .self_node = -1 };
 static int host_err;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
-static const char *shm_base(void)
+const char *rpm_shared_name(void)
 {
 	const char *n = heritage_env("PARAGON_RPM", "SHM");
 	return n ? n : "papi-heritage-rpm";
@@ -32,7 +32,7 @@ static int open_object(const char *what, size_t size, mode_t mode, void (*init)(
                        int *writable)
 {
 	char name[256];
-	snprintf(name, sizeof name, "/%s-%s", shm_base(), what);
+	snprintf(name, sizeof name, "/%s-%s", rpm_shared_name(), what);
 	int created = 1, rw = 1;
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 && errno == EEXIST) {

@@ -39,6 +39,9 @@ struct rpm_host {
 	int self_node;                                     /* -1: not joined */
 };
 
+/* <name>: PAPI_HERITAGE_PARAGON_RPM_SHM, default papi-heritage-rpm. */
+const char *rpm_shared_name(void);
+
 /* The process's view (opened once; later calls return the same).  0 or a
  * negative errno with a message. */
 int rpm_host_open(struct rpm_host **host);
