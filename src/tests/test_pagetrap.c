@@ -611,6 +611,128 @@ START_TEST(pages_accessible_after_stop)
 }
 END_TEST
 
+/* ---- ranges reaching into unmapped memory --------------------------------- */
+
+#define PG 4096
+
+/* Whether every page of [lo, hi) is unmapped (mincore: ENOMEM per page). */
+static int unmapped(const void *lo, const void *hi)
+{
+	unsigned char v;
+	for (uintptr_t a = (uintptr_t)lo; a < (uintptr_t)hi; a += PG)
+		if (mincore((void *)a, PG, &v) == 0 || errno != ENOMEM)
+			return 0;
+	return 1;
+}
+
+/* A coarse Itanium cover is a range of addresses that can run past the end
+ * of a mapping (.bss, the heap) into a hole: the hole has nothing to count,
+ * and the accesses in the mapped part count exactly. */
+START_TEST(range_reaching_into_a_hole_counts_the_mapped_part)
+{
+	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(munmap(m + 2 * PG, 2 * PG), 0);
+	ck_assert(unmapped(m + 2 * PG, m + 4 * PG));
+	int *a = (int *)m; /* 2 * PG / 4 = 2048 ints mapped */
+	struct watch_session s;
+	watch_start(&s, m + PG / 2, m + 4 * PG);
+	ck_assert(range_has_prot_none(m, m + 2 * PG));
+	store_pass(a, 0, 2 * PG / 4);
+	long sum = load_pass(a, 0, 2 * PG / 4);
+	struct watch_counts c = watch_stop(&s);
+	ck_assert_int_eq(sum, (long)2048 * 2047 / 2);
+	/* [m + PG/2, m + 2 PG): 1.5 pages of ints, each stored and loaded once */
+	ck_assert_uint_eq(c.stores, 3 * PG / 2 / 4);
+	ck_assert_uint_eq(c.loads, 3 * PG / 2 / 4);
+	ck_assert(!range_has_prot_none(m, m + 2 * PG));
+	ck_assert(unmapped(m + 2 * PG, m + 4 * PG)); /* nothing mapped there meanwhile */
+	munmap(m, 2 * PG);
+}
+END_TEST
+
+/* A hole between two mappings, and a range over all three. */
+START_TEST(range_across_a_hole_counts_both_sides)
+{
+	char *m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(munmap(m + PG, PG), 0);
+	ck_assert(unmapped(m + PG, m + 2 * PG));
+	struct watch_session s;
+	watch_start(&s, m + 100 * 4, m + 3 * PG - 100 * 4);
+	store_pass((int *)m, 0, PG / 4);
+	store_pass((int *)(m + 2 * PG), 0, PG / 4);
+	load_pass((int *)m, 0, PG / 4);
+	load_pass((int *)(m + 2 * PG), 0, PG / 4);
+	struct watch_counts c = watch_stop(&s);
+	ck_assert_uint_eq(c.stores, 2 * (PG / 4 - 100));
+	ck_assert_uint_eq(c.loads, 2 * (PG / 4 - 100));
+	munmap(m, 3 * PG);
+}
+END_TEST
+
+/* What itanium2(3) says: a page mapped into the hole after the start is not
+ * watched by that run (its accesses are not counted), and is by the next. */
+START_TEST(page_mapped_into_the_hole_counts_from_the_next_start)
+{
+	char *m = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(munmap(m + PG, PG), 0);
+	struct watch_session s;
+	watch_start(&s, m, m + 2 * PG);
+	char *late = mmap(m + PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert_ptr_eq(late, m + PG);
+	store_pass((int *)m, 0, 10);
+	store_pass((int *)late, 0, PG / 4);
+	load_pass((int *)late, 0, PG / 4);
+	struct watch_counts c = watch_stop(&s);
+	ck_assert_uint_eq(c.stores, 10);
+	ck_assert_uint_eq(c.loads, 0);
+	watch_start(&s, m, m + 2 * PG);
+	store_pass((int *)late, 0, PG / 4);
+	load_pass((int *)late, 0, PG / 4);
+	c = watch_stop(&s);
+	ck_assert_uint_eq(c.stores, PG / 4);
+	ck_assert_uint_eq(c.loads, PG / 4);
+	ck_assert(!range_has_prot_none(m, m + 2 * PG));
+	munmap(m, 2 * PG);
+}
+END_TEST
+
+/* Still refused: a request no page of which is mapped, and mapped parts the
+ * backend cannot watch, holes or not. */
+START_TEST(fits_refuses_bad_ranges_around_holes)
+{
+	struct watch_request r;
+	char why[WATCH_ERRLEN];
+	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(munmap(m + PG, 3 * PG), 0); /* [m, m + PG) mapped, 3 pages of hole */
+	memset(&r, 0, sizeof r);
+	r.want_data = 1;
+	r.ndata = 2;                         /* as a cover of two blocks */
+	r.data[0].start = (uintptr_t)m + 2 * PG;
+	r.data[0].end = (uintptr_t)m + 3 * PG;
+	r.data[1].start = (uintptr_t)m + 3 * PG;
+	r.data[1].end = (uintptr_t)m + 4 * PG;
+	ck_assert_int_eq(ops->fits(&r, why, sizeof why), -EINVAL);
+	ck_assert_msg(strstr(why, "none of the 2 data ranges") != NULL, "%s", why);
+	r.data[1].start = (uintptr_t)m + 8;  /* one block mapped, the other in the hole */
+	r.data[1].end = (uintptr_t)m + 16;
+	ck_assert_msg(ops->fits(&r, why, sizeof why) == 0, "%s", why);
+
+	/* mapped PROT_NONE beyond the hole: still refused */
+	char *n = mmap(m + 2 * PG, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert_ptr_eq(n, m + 2 * PG);
+	r.ndata = 1;
+	r.data[0].start = (uintptr_t)m;
+	r.data[0].end = (uintptr_t)m + 3 * PG;
+	ck_assert_int_eq(ops->fits(&r, why, sizeof why), -EINVAL);
+	ck_assert_msg(strstr(why, "PROT_NONE") != NULL, "%s", why);
+	munmap(m, 3 * PG);
+}
+END_TEST
+
 /* ---- fits ----------------------------------------------------------------- */
 
 START_TEST(fits_refuses_what_it_cannot_watch)
@@ -1414,6 +1536,31 @@ START_TEST(bp_cost_per_hit)
 }
 END_TEST
 
+/* An instruction range reaching past the code into a hole (an Itanium
+ * coarse cover past the end of .text): the mapped code counts exactly. */
+START_TEST(code_range_reaching_into_a_hole)
+{
+	struct watch_session s;
+	char why[WATCH_ERRLEN] = "";
+	code_setup();
+	ck_assert_int_eq(munmap(code_pages + CODE_REP * 4096, 4096), 0);
+	ck_assert(unmapped(code_pages + CODE_REP * 4096, code_pages + CODE_NPAGES * 4096));
+	uintptr_t pair[1][2] = { { (uintptr_t)code_pages, (uintptr_t)code_pages + CODE_NPAGES * 4096 } };
+	ck_assert_msg(code_try_start(&s, 1, pair, why) == 0, "%s", why);
+	LOOP_FN(10);
+	struct watch_counts c = watch_stop(&s);
+	ck_assert_uint_eq(c.insns, 3 * 10 + 2);
+	ck_assert_uint_eq(c.insns_pair[0], 3 * 10 + 2);
+
+	/* no page of it mapped: refused */
+	pair[0][0] = (uintptr_t)code_pages + CODE_REP * 4096;
+	pair[0][1] = pair[0][0] + 64;
+	ck_assert_int_eq(code_try_start(&s, 1, pair, why), -EINVAL);
+	ck_assert_msg(strstr(why, "not mapped") != NULL, "%s", why);
+	code_teardown();
+}
+END_TEST
+
 /* "breakpoint" runs the breakpoint backend's cases, anything else (or
  * nothing) the page-trap backend's; each only where the mechanism probes
  * (heritage_probe.h) saw what it needs count, else exit 77 with the probe's
@@ -1460,6 +1607,10 @@ static Suite *pagetrap_suite(int breakpoint)
 	tcase_add_test(tc, default_segv_still_kills);
 	tcase_add_test(tc, fork_child_finds_pages_open);
 	tcase_add_test(tc, pages_accessible_after_stop);
+	tcase_add_test(tc, range_reaching_into_a_hole_counts_the_mapped_part);
+	tcase_add_test(tc, range_across_a_hole_counts_both_sides);
+	tcase_add_test(tc, page_mapped_into_the_hole_counts_from_the_next_start);
+	tcase_add_test(tc, fits_refuses_bad_ranges_around_holes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("code");
@@ -1472,6 +1623,7 @@ static Suite *pagetrap_suite(int breakpoint)
 	tcase_add_test(tc, code_threads_count_only_their_own);
 	tcase_add_test(tc, code_pages_given_back_in_fork_child_and_after_stop);
 	tcase_add_test(tc, code_fits_refuses_what_it_cannot_step);
+	tcase_add_test(tc, code_range_reaching_into_a_hole);
 	suite_add_tcase(s, tc);
 
 	return s;
