@@ -10,6 +10,11 @@
  *           breakpoint that opens and never fires (what the switch does not
  *           know): the probe finds it dead with evidence, forced is
  *           PAPI_ENOSUPP with that evidence, auto counts exactly elsewhere.
+ *   refused where this account may not open perf events (perf_event_paranoid
+ *           3/4, a seccomp profile; the CI passes under tests/no-perf): the
+ *           breakpoint mechanism says refused and what would allow it; a
+ *           forced breakpoint backend is PAPI_EPERM with that reason; auto
+ *           counts exactly without it.  Skipped where perf events open.
  *
  * The counts are the workload's: N iterations of one load and one store of
  * the word (a read-modify-write instruction is one of each on every backend).
@@ -149,6 +154,32 @@ static void dead(void)
 	auto_counts_exactly_without_breakpoint();
 }
 
+static void refused(void)
+{
+	struct papi_heritage_mechanism m = mechanism("breakpoint");
+	if (!m.refused)
+		SKIP("this account may use the debug registers here (breakpoint %s: %s): nothing is refused to test",
+		     m.state == PAPI_HERITAGE_MECH_WORKS ? "works" : m.state == PAPI_HERITAGE_MECH_DEAD ? "dead" : "absent",
+		     m.evidence);
+	EXPECT(m.error == PAPI_EPERM, "refused breakpoint: error %d, want PAPI_EPERM", m.error);
+	EXPECT(m.allowed_by[0] != '\0', "refused without saying what would allow it: %s", m.evidence);
+	printf("breakpoint refused: %s; allowed by %s\n", m.evidence, m.allowed_by);
+
+	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	int set = word_set();
+	int rc = PAPI_start(set);
+	EXPECT(rc == PAPI_EPERM, "forced breakpoint: PAPI_start = %d (%s), want PAPI_EPERM", rc, PAPI_strerror(rc));
+	EXPECT(strstr(papi_heritage_last_error(), m.allowed_by) != NULL, "forced breakpoint: reason '%s' does not say "
+	       "what would allow it", papi_heritage_last_error());
+	printf("forced breakpoint: %s: %s\n", PAPI_strerror(rc), papi_heritage_last_error());
+	if (rc == PAPI_OK)
+		PAPI_stop(set, NULL);
+	CHECK_PAPI(PAPI_cleanup_eventset(set));
+	CHECK_PAPI(PAPI_destroy_eventset(&set));
+	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	auto_counts_exactly_without_breakpoint();
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "killed";
@@ -162,8 +193,10 @@ int main(int argc, char **argv)
 		killed();
 	else if (strcmp(mode, "dead") == 0)
 		dead();
+	else if (strcmp(mode, "refused") == 0)
+		refused();
 	else {
-		fprintf(stderr, "usage: mechanisms killed|dead\n");
+		fprintf(stderr, "usage: mechanisms killed|dead|refused\n");
 		return 2;
 	}
 	PAPI_shutdown();

@@ -281,6 +281,15 @@ void heritage_probe_refused(struct heritage_probe_result *r, int e, const char *
 	}
 	snprintf(r->evidence, sizeof r->evidence, "%s: %s (%s; perf_event_paranoid is %d)", what, strerror(e),
 	         e == EACCES ? "EACCES" : "EPERM", paranoid);
+	if (paranoid <= max_paranoid) {
+		/* The sysctl already allows it: a security module or a seccomp
+		 * filter that returns EACCES refused it, not the kernel's perf
+		 * policy. */
+		snprintf(r->allowed_by, sizeof r->allowed_by, "CAP_PERFMON or root, or lifting the policy that refuses it "
+		         "(perf_event_paranoid %d already allows it: a security module or a seccomp profile%s)", paranoid,
+		         heritage_seccomp_filtered() ? ", and a seccomp filter is installed here" : "");
+		return;
+	}
 	if (max_paranoid >= 2)
 		snprintf(r->allowed_by, sizeof r->allowed_by, "perf_event_paranoid <= %d (sysctl "
 		         "kernel.perf_event_paranoid=%d; 3 and 4 are Debian/Ubuntu's refuse-all levels), CAP_PERFMON, or root",

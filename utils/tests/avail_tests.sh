@@ -132,7 +132,7 @@ COMPONENT_AVAIL=$(dirname "$NATIVE")/papi_component_avail
 note_case() {
 	label=$1
 	shift
-	heritage=$(env "$@" "$COMPONENT_AVAIL" 2>/dev/null | awk '/^Name: .*\(papi-heritage\)$/ {print $2}' | sort -u)
+	heritage=$(env "$@" "$COMPONENT_AVAIL" 2>/dev/null | awk '/^Name: .*\(papi-heritage\)/ {print $2}' | sort -u)
 	others=$(env "$@" "$NATIVE" --noqual 2>/dev/null > "$TMP/note_native.out"
 		listed_pairs "$TMP/note_native.out" | awk -v h=" $(echo $heritage) " 'index(h, " " $1 " ") == 0' | wc -l)
 	env "$@" "$AVAIL" --overflow > /dev/null 2> "$TMP/note.err"
