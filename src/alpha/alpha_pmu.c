@@ -73,21 +73,12 @@ static int pfm_ready(void)
 
 int alpha_pmu_detect(char *name, size_t len)
 {
-	int err = pfm_ready();
+	int err = heritage_libpfm_core_pmu(name, len, NULL, 0);
+	if (err == -EIO)
+		return pfm_ready();
 	if (err)
-		return err;
-	for (int p = PFM_PMU_NONE + 1; p < PFM_PMU_MAX; p++) {
-		pfm_pmu_info_t info;
-		memset(&info, 0, sizeof info);
-		info.size = sizeof info;
-		if (pfm_get_pmu_info((pfm_pmu_t)p, &info) != PFM_SUCCESS || !info.is_present ||
-		    info.type != PFM_PMU_TYPE_CORE)
-			continue;
-		if (name && len)
-			snprintf(name, len, "%s", info.name);
-		return 0;
-	}
-	return heritage_fail(-ENODEV, "alpha21064: libpfm4 finds no core PMU on this machine");
+		return heritage_fail(-ENODEV, "alpha21064: libpfm4 finds no core PMU on this machine");
+	return 0;
 }
 
 int alpha_pmu_encode(const char *host, unsigned width, unsigned scale, struct perf_event_attr *attr)

@@ -115,6 +115,10 @@ void heritage_libpfm_probe(struct heritage_probe_result *r);
 void heritage_ibs_probe(struct heritage_probe_result *r);
 void rpm_writable_probe(struct heritage_probe_result *r);
 
+/* libpfm4's core PMU on this machine: 0 with its name and description,
+ * -ENODEV when libpfm4 knows none, -EIO when libpfm4 cannot initialise. */
+int heritage_libpfm_core_pmu(char *name, size_t nlen, char *desc, size_t dlen);
+
 /* tracefs's mount point and raw_syscalls:sys_enter's id, once tracefs
  * works; 0 otherwise. */
 long heritage_tracefs_syscall_id(void);

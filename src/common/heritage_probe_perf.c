@@ -365,14 +365,12 @@ void heritage_pmu_probe(struct heritage_probe_result *r)
 	         r->state == HERITAGE_PROBE_WORKS ? "" : "opened, ", (unsigned long long)v);
 }
 
-void heritage_libpfm_probe(struct heritage_probe_result *r)
+int heritage_libpfm_core_pmu(char *name, size_t nlen, char *desc, size_t dlen)
 {
-	int rc = pfm_initialize();
-	if (rc != PFM_SUCCESS) {
-		r->state = HERITAGE_PROBE_ABSENT;
-		snprintf(r->evidence, sizeof r->evidence, "libpfm4 cannot initialise: %s", pfm_strerror(rc));
-		return;
-	}
+	/* Idempotent, and cheap once done; asked every time because PAPI_shutdown's
+	 * pfm_terminate may have run since. */
+	if (pfm_initialize() != PFM_SUCCESS)
+		return -EIO;
 	for (int p = PFM_PMU_NONE + 1; p < PFM_PMU_MAX; p++) {
 		pfm_pmu_info_t info;
 		memset(&info, 0, sizeof info);
@@ -380,9 +378,28 @@ void heritage_libpfm_probe(struct heritage_probe_result *r)
 		if (pfm_get_pmu_info((pfm_pmu_t)p, &info) != PFM_SUCCESS || !info.is_present ||
 		    info.type != PFM_PMU_TYPE_CORE)
 			continue;
+		if (name && nlen)
+			snprintf(name, nlen, "%s", info.name);
+		if (desc && dlen)
+			snprintf(desc, dlen, "%s", info.desc ? info.desc : "");
+		return 0;
+	}
+	return -ENODEV;
+}
+
+void heritage_libpfm_probe(struct heritage_probe_result *r)
+{
+	char name[64], desc[128];
+	int err = heritage_libpfm_core_pmu(name, sizeof name, desc, sizeof desc);
+
+	if (err == -EIO) {
+		r->state = HERITAGE_PROBE_ABSENT;
+		snprintf(r->evidence, sizeof r->evidence, "libpfm4 cannot initialise");
+		return;
+	}
+	if (err == 0) {
 		r->state = HERITAGE_PROBE_WORKS;
-		snprintf(r->evidence, sizeof r->evidence, "libpfm4 detects core PMU %s (%s)", info.name,
-		         info.desc ? info.desc : "");
+		snprintf(r->evidence, sizeof r->evidence, "libpfm4 detects core PMU %s (%s)", name, desc);
 		return;
 	}
 	char family[32] = "?", model[32] = "?", line[256];

@@ -42,18 +42,6 @@ static struct {
 } F;
 static pthread_mutex_t svc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int paranoid_level(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int v = 99;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 99;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Count k system-wide on one CPU, in group (or alone with -1).  A refusal
  * on one CPU is recorded for the whole count: a partial sum would pass for
  * the whole. */
@@ -74,7 +62,7 @@ static int open_count(int k, unsigned type, unsigned long long config, unsigned 
 			snprintf(F.why[k], sizeof F.why[k],
 			         "perf_event_open (system-wide on CPU %u): %s: this account may not count system-wide "
 			         "(that needs perf_event_paranoid <= 0, it is %d, or CAP_PERFMON%s)",
-			         cpu, strerror(e), paranoid_level(),
+			         cpu, strerror(e), heritage_perf_paranoid(),
 			         e == EPERM ? "; EPERM may also be a seccomp profile refusing perf_event_open" : "");
 		else
 			snprintf(F.why[k], sizeof F.why[k], "perf_event_open (system-wide on CPU %u): %s", cpu, strerror(e));
