@@ -158,7 +158,7 @@ static void refused(void)
 {
 	struct papi_heritage_mechanism m = mechanism("breakpoint");
 	if (!m.refused)
-		SKIP("this account may use the debug registers here (breakpoint %s: %s): nothing is refused to test",
+		SKIP("the debug registers are not refused to this account (breakpoint %s: %s): no refusal to test",
 		     m.state == PAPI_HERITAGE_MECH_WORKS ? "works" : m.state == PAPI_HERITAGE_MECH_DEAD ? "dead" : "absent",
 		     m.evidence);
 	EXPECT(m.error == PAPI_EPERM, "refused breakpoint: error %d, want PAPI_EPERM", m.error);
