@@ -15,12 +15,23 @@ int heritage_backend_find(const struct heritage_backend *table, unsigned n, cons
 
 int heritage_backend_usable(const struct heritage_backend *b, char *why, size_t len)
 {
+	int refused = -1;
+
+	/* A dead or absent mechanism is the reason before a refused one: no
+	 * privilege would bring the backend back (under a seccomp profile the
+	 * alpha21064 PMU backend's sampling is refused, but on a machine whose
+	 * PMU is switched off or missing that is not what stands in the way). */
 	for (int m = 0; m < HERITAGE_NMECHS; m++) {
 		if (!(b->needs & HERITAGE_MECH_BIT(m)) || heritage_probe_works((enum heritage_mech)m))
 			continue;
+		if (heritage_probe((enum heritage_mech)m)->refused) {
+			if (refused < 0)
+				refused = m;
+			continue;
+		}
 		return heritage_probe_explain((enum heritage_mech)m, why, len);
 	}
-	return 0;
+	return refused < 0 ? 0 : heritage_probe_explain((enum heritage_mech)refused, why, len);
 }
 
 static void append(char *buf, size_t len, const char *name, const char *why)

@@ -246,6 +246,26 @@ START_TEST(forced_on_dead_or_refused_is_refused_with_the_evidence)
 }
 END_TEST
 
+START_TEST(a_dead_mechanism_outranks_a_refused_one)
+{
+	static const struct heritage_backend both = {
+		.name = "both", .needs = HERITAGE_MECH_BIT(HERITAGE_MECH_BREAKPOINT) | HERITAGE_MECH_BIT(HERITAGE_MECH_PMU)
+	};
+	char why[512];
+
+	reset();
+	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_refused);
+	heritage_probe_override(HERITAGE_MECH_PMU, fake_silent);
+	/* No privilege brings back a dead PMU: ENOTSUP and the PMU's reason. */
+	ck_assert_int_eq(heritage_backend_usable(&both, why, sizeof why), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(why, "pmu is dead here"));
+	heritage_probe_override(HERITAGE_MECH_PMU, ibs_works);
+	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_refused);
+	ck_assert_int_eq(heritage_backend_usable(&both, why, sizeof why), -EACCES);
+	reset();
+}
+END_TEST
+
 /* ---- itanium2's table ---------------------------------------------------------------- */
 
 static struct watch_request one_word(void)
@@ -340,6 +360,7 @@ int main(void)
 	tc = tcase_create("choice");
 	tcase_add_test(tc, auto_skips_dead_and_says_why);
 	tcase_add_test(tc, forced_on_dead_or_refused_is_refused_with_the_evidence);
+	tcase_add_test(tc, a_dead_mechanism_outranks_a_refused_one);
 	tcase_add_test(tc, itanium2_auto_falls_back_from_a_dead_breakpoint);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("real");
