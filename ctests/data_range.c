@@ -253,6 +253,18 @@ int main(int argc, char **argv)
 		else
 			only = argv[i];   /* pointers | malloc | static | rmw */
 	}
+	/* Guards keep the coarse covers of the malloc'd arrays inside memory
+	 * this test owns, so nothing else (PAPI's own heap objects) is counted.
+	 * Before PAPI initialises: on a fresh heap the five blocks are
+	 * contiguous, while after it the guard could land in a hole PAPI freed
+	 * and leave a free chunk under an array, where the event set's state
+	 * was then allocated (1 run in 2 of the clang build with perf_event
+	 * disabled, PAPI_set_opt refusing a cover over the counter's state). */
+	void *guard_lo = malloc(GUARD);
+	parray1 = malloc(NUM * sizeof(int));
+	parray2 = malloc(NUM * sizeof(int));
+	parray3 = malloc(NUM * sizeof(int));
+	void *guard_hi = malloc(GUARD);
 	heritage_test_init();
 	cidx = PAPI_get_component_index("itanium2");
 
@@ -275,13 +287,6 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* Guards keep the coarse covers of the malloc'd arrays inside memory
-	 * this test owns, so nothing else (PAPI's own heap objects) is counted. */
-	void *guard_lo = malloc(GUARD);
-	parray1 = malloc(NUM * sizeof(int));
-	parray2 = malloc(NUM * sizeof(int));
-	parray3 = malloc(NUM * sizeof(int));
-	void *guard_hi = malloc(GUARD);
 	if (!guard_lo || !parray1 || !parray2 || !parray3 || !guard_hi) {
 		fprintf(stderr, "out of memory\n");
 		return 1;
