@@ -171,7 +171,8 @@ static const char *stderr_so_far(int fd)
 
 static int temp_file(void)
 {
-	char path[] = "/tmp/perf_event_quiet.XXXXXX";
+	char path[512];
+	snprintf(path, sizeof path, "%s/perf_event_quiet.XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
 	int fd = mkstemp(path);
 	if (fd < 0)
 		fail("mkstemp: %s", strerror(errno));

@@ -80,7 +80,7 @@ static int install_filter(int err)
 static int fake_paranoid(const char *value)
 {
 	static const char target[] = "/proc/sys/kernel/perf_event_paranoid";
-	char path[] = "/tmp/no-perf-paranoid-XXXXXX";
+	char path[512];
 	size_t len = strlen(value);
 	int fd, rc = -1;
 
@@ -93,6 +93,8 @@ static int fake_paranoid(const char *value)
 		fprintf(stderr, "no-perf: making / private: %s\n", strerror(errno));
 		return -1;
 	}
+	snprintf(path, sizeof path, "%s/no-perf-paranoid-XXXXXX",
+	         getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
 	fd = mkstemp(path);
 	if (fd < 0) {
 		fprintf(stderr, "no-perf: mkstemp %s: %s\n", path, strerror(errno));

@@ -575,7 +575,8 @@ END_TEST
  * not taken over. */
 START_TEST(test_service_objects)
 {
-	char dir[] = "/tmp/rpm-service-XXXXXX", path[256], link[300], why[1024];
+	char dir[256], path[300], link[340], why[1024];
+	snprintf(dir, sizeof dir, "%s/rpm-service-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/page", dir);
 	unsigned os[2] = { 0, 1 };
