@@ -1,8 +1,7 @@
 /*
  * <papi_heritage.h> entry points that need PAPI's event-code tables: each
  * heritage component answers for its own events through a facts function;
- * this file routes a PAPI event code to it.  A component that is not compiled
- * in is simply absent from the table (weak references).
+ * this file routes a PAPI event code to it through the component table.
  */
 #include <string.h>
 
@@ -11,38 +10,43 @@
 #include "papi_vector.h"
 
 #include "heritage_glue.h"
-#include "alpha/alpha_pmu.h"
+#include "alpha/alpha_set.h"
 #include "common/heritage_backend.h"
-#include "common/heritage_env.h"
+#include "common/heritage_facility.h"
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
 #include "papi_heritage.h"
 
-typedef int (*heritage_facts_fn)(unsigned local_code, struct papi_heritage_event_facts *facts);
+/* Each component's facts function (components/<name>/<name>.c). */
+int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
+int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
+int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 
-int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
-int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
-int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts) __attribute__((weak));
-
-static const struct {
-	const char *component;
-	heritage_facts_fn facts;
-} heritage_components[] = {
-	{ "itanium2", itanium2_event_facts },
-	{ "paragon_rpm", paragon_rpm_event_facts },
-	{ "alpha21064", alpha21064_event_facts },
-	{ "imc", NULL },
-	{ "profileme", NULL },
+/* Every component is always built (HERITAGE_COMPONENTS in Makefile.am), so
+ * the references are strong: a component missing from libpapi is a link
+ * error, not a silently empty row.  imc and profileme are heritage names
+ * without a component yet. */
+static const struct heritage_facility heritage_components[] = {
+	{ .name = "itanium2", .facts = itanium2_event_facts, .backends = watch_backend_table },
+	{ .name = "paragon_rpm", .facts = paragon_rpm_event_facts },
+	{ .name = "alpha21064", .facts = alpha21064_event_facts, .backends = alpha_set_backends },
+	{ .name = "imc" },
+	{ .name = "profileme" },
 };
 
 #define NCOMPONENTS (sizeof heritage_components / sizeof heritage_components[0])
 
+static const struct heritage_facility *facility(const char *name)
+{
+	for (size_t i = 0; name && i < NCOMPONENTS; i++)
+		if (strcmp(name, heritage_components[i].name) == 0)
+			return &heritage_components[i];
+	return NULL;
+}
+
 HERITAGE_PUBLIC int papi_heritage_is_component(const char *name)
 {
-	for (size_t i = 0; i < NCOMPONENTS; i++)
-		if (name && strcmp(name, heritage_components[i].component) == 0)
-			return 1;
-	return 0;
+	return facility(name) != NULL;
 }
 
 HERITAGE_PUBLIC int papi_heritage_event_facts(int event_code, struct papi_heritage_event_facts *facts)
@@ -52,18 +56,13 @@ HERITAGE_PUBLIC int papi_heritage_event_facts(int event_code, struct papi_herita
 	int cidx = _papi_hwi_component_index(event_code);
 	if (cidx < 0 || cidx >= papi_num_components)
 		return PAPI_ENOEVNT;
-	const char *name = _papi_hwd[cidx]->cmp_info.name;
-	for (size_t i = 0; i < NCOMPONENTS; i++) {
-		if (strcmp(name, heritage_components[i].component) != 0)
-			continue;
-		if (!heritage_components[i].facts)
-			return PAPI_ENOCMP;
-		int local = _papi_hwi_eventcode_to_native(event_code);
-		if (local < 0)
-			return PAPI_ENOEVNT;
-		return heritage_components[i].facts((unsigned)local, facts);
-	}
-	return PAPI_ENOCMP;
+	const struct heritage_facility *f = facility(_papi_hwd[cidx]->cmp_info.name);
+	if (!f || !f->facts)
+		return PAPI_ENOCMP;
+	int local = _papi_hwi_eventcode_to_native(event_code);
+	if (local < 0)
+		return PAPI_ENOEVNT;
+	return f->facts((unsigned)local, facts);
 }
 
 /* ------------------------------------------------------------ mechanisms */
@@ -114,10 +113,9 @@ HERITAGE_PUBLIC int papi_heritage_backend_usable(const char *component, const ch
 
 	if (!component || !backend)
 		return PAPI_EINVAL;
-	if (strcmp(component, "itanium2") == 0)
-		table = watch_backend_table(&n);
-	else if (strcmp(component, "alpha21064") == 0)
-		table = alpha_backend_table(heritage_env("alpha21064", "pmu_test_event") != NULL, &n);
+	const struct heritage_facility *f = facility(component);
+	if (f && f->backends)
+		table = f->backends(&n);
 	int i = table ? heritage_backend_find(table, n, backend) : -1;
 	if (i < 0) {
 		if (why && len > 0)

@@ -11,9 +11,17 @@
 #include <string.h>
 
 #include "common/heritage_error.h"
+#include "common/heritage_source.h"
 #include "papi.h"
+#include "papi_heritage.h"
 #include "papi_internal.h"
 #include "papi_vector.h"
+
+/* libheritage's source enum is handed to <papi_heritage.h> callers as is. */
+_Static_assert((int)HERITAGE_MEASURED == (int)PAPI_HERITAGE_MEASURED &&
+               (int)HERITAGE_MODELLED == (int)PAPI_HERITAGE_MODELLED &&
+               (int)HERITAGE_UNAVAILABLE == (int)PAPI_HERITAGE_UNAVAILABLE,
+               "heritage_source.h and papi_heritage.h number the sources alike");
 
 static inline int heritage_papi_error(int neg_errno)
 {

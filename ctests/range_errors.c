@@ -139,7 +139,8 @@ int main(void)
 
 	/* Event names. */
 	EXPECT_CODE("unknown event", PAPI_add_named_event(set, "itanium2:::NO_SUCH_EVENT"), PAPI_ENOEVNT);
-	EXPECT_CODE("bad qualifier", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=2"), PAPI_ENOEVNT);
+	EXPECT_CODE("bad qualifier value", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=2"), PAPI_EINVAL);
+	EXPECT_CODE("unknown qualifier", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:cpu=0"), PAPI_EINVAL);
 
 	/* A running set cannot change its range. */
 	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));

@@ -104,8 +104,9 @@ static void test_info(void)
 
 	int set = PAPI_NULL, code;
 	CHECK_PAPI(PAPI_create_eventset(&set));
-	EXPECT_EQ("unknown qualifier", PAPI_event_name_to_code("paragon_rpm:::rpms_int:cpu=9999", &code), PAPI_ENOEVNT);
-	EXPECT_EQ("qualifier on rpm_time", PAPI_event_name_to_code("paragon_rpm:::rpm_time:cpu=0", &code), PAPI_ENOEVNT);
+	EXPECT_EQ("no such CPU", PAPI_event_name_to_code("paragon_rpm:::rpms_int:cpu=9999", &code), PAPI_EINVAL);
+	EXPECT_EQ("qualifier on rpm_time", PAPI_event_name_to_code("paragon_rpm:::rpm_time:cpu=0", &code), PAPI_EINVAL);
+	EXPECT_EQ("unknown event", PAPI_event_name_to_code("paragon_rpm:::rpms_nosuch", &code), PAPI_ENOEVNT);
 	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MODEL");
 	int rc = PAPI_add_named_event(set, "paragon_rpm:::rpm_exp");
 	EXPECT_EQ("adding unavailable rpm_exp without opt-in", rc, PAPI_ENOSUPP);

@@ -249,17 +249,12 @@ static int it2_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts)
 {
 	unsigned idx = local_code & IT2_CODE_INDEX_MASK;
-	static const enum papi_heritage_source sources[] = {
-		[IT2_MEASURED] = PAPI_HERITAGE_MEASURED,
-		[IT2_MODELLED] = PAPI_HERITAGE_MODELLED,
-		[IT2_UNAVAILABLE] = PAPI_HERITAGE_UNAVAILABLE,
-	};
 
 	if (idx >= IT2_NEVENTS)
 		return PAPI_ENOEVNT;
 	facts->caps = ((it2_events[idx].ranges & IT2_DARR) ? PAPI_HERITAGE_CAP_DARR : 0) |
 	              ((it2_events[idx].ranges & IT2_IARR) ? PAPI_HERITAGE_CAP_IARR : 0);
-	facts->source = sources[it2_events[idx].source];
+	facts->source = (enum papi_heritage_source)it2_events[idx].source;
 	return PAPI_OK;
 }
 

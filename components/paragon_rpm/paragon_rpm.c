@@ -192,7 +192,7 @@ static int rpm_ntv_code_to_descr(unsigned code, char *descr, int len)
 	const char *why;
 	/* A kernel counter refused here turns the event unavailable: say so;
 	 * one counted by the rpmd service instead says that. */
-	int refused = rpm_event_source(e, &why) == RPM_UNAVAILABLE && e->source != RPM_UNAVAILABLE;
+	int refused = rpm_event_source(e, &why) == HERITAGE_UNAVAILABLE && e->source != HERITAGE_UNAVAILABLE;
 	const char *open = refused ? " [unavailable here: " : *why ? " [here: " : "";
 	char d[PAPI_HUGE_STR_LEN];
 	snprintf(d, sizeof d, "%s%s%s%s", e->desc, open, *open ? why : "", *open ? "]" : "");
@@ -223,17 +223,12 @@ static int rpm_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 
 int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts)
 {
-	static const enum papi_heritage_source sources[] = {
-		[RPM_MEASURED] = PAPI_HERITAGE_MEASURED,
-		[RPM_MODELLED] = PAPI_HERITAGE_MODELLED,
-		[RPM_UNAVAILABLE] = PAPI_HERITAGE_UNAVAILABLE,
-	};
 	const struct rpm_event *e = rpm_event_of(local_code);
 
 	if (!e)
 		return PAPI_ENOEVNT;
 	facts->caps = 0;
-	facts->source = sources[rpm_event_source(e, NULL)];
+	facts->source = (enum papi_heritage_source)rpm_event_source(e, NULL);
 	return PAPI_OK;
 }
 

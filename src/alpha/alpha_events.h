@@ -13,15 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/heritage_event_name.h"
+#include "common/heritage_source.h"
+
 #define ALPHA_NCOUNTERS 2
 #define ALPHA_HOST_CANDIDATES 4
-
-/* Where an event's count comes from in the software (single-step) backend. */
-enum alpha_source {
-	ALPHA_MEASURED = 1,    /* counted from the instructions the thread executes */
-	ALPHA_MODELLED = 2,    /* derived by a documented formula (CYCLES) */
-	ALPHA_UNAVAILABLE = 3, /* no honest source here: refused at add */
-};
 
 /* What the software backend feeds an event with (alpha_model.c). */
 enum alpha_feed {
@@ -40,7 +36,10 @@ struct alpha_event {
 	const char *desc;
 	unsigned counter;      /* 0 or 1: the only counter that can count it */
 	unsigned mux;          /* MUX0 (4 bits) or MUX1 (3 bits) select code */
-	enum alpha_source sw_source;
+	/* Where its count comes from in the software (single-step) backend:
+	 * measured from the instructions the thread executes, modelled by a
+	 * documented formula (CYCLES), or unavailable (refused at add). */
+	enum heritage_source sw_source;
 	enum alpha_feed feed;
 	const char *sw_why;    /* for unavailable events: why, for the error message */
 	/* The core-PMU backend (alpha_pmu.h; facilities.md 2(d)): libpfm4 event
@@ -75,6 +74,8 @@ extern const struct alpha_widths alpha_counter_widths[ALPHA_NCOUNTERS];
 const struct alpha_event *alpha_event_of(unsigned code);
 /* The width an event code counts with (its qualifier, else the default). */
 unsigned alpha_code_width(unsigned code);
+/* The names and the :width= qualifier (heritage_event_name.h). */
+extern const struct heritage_event_names alpha_event_names;
 /* Parse "LOAD_INSNS" or "LOAD_INSNS:width=12" (case-insensitive event
  * name).  0, or -ENOENT (no such event) / -EINVAL (bad qualifier), with the
  * message in heritage_last_error(). */

@@ -22,7 +22,7 @@ int alpha_select_events(struct alpha_select *sel, const unsigned *codes, unsigne
 		const struct alpha_event *e = alpha_event_of(codes[i]);
 		if (!e)
 			return heritage_fail(-ENOENT, "alpha21064: event code %#x is not an alpha21064 event", codes[i]);
-		if (e->sw_source == ALPHA_UNAVAILABLE && !allow_unavailable)
+		if (e->sw_source == HERITAGE_UNAVAILABLE && !allow_unavailable)
 			return heritage_fail(-ENOTSUP, "alpha21064: %s cannot be counted here: %s", e->name, e->sw_why);
 		unsigned c = e->counter;
 		if (s.used[c])

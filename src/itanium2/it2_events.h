@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "common/heritage_event_name.h"
+#include "common/heritage_source.h"
 #include "watch/watch.h"
 
 enum it2_event_id {
@@ -29,8 +31,6 @@ enum it2_event_id {
 #define IT2_DARR 0x1u     /* data address range restriction */
 #define IT2_IARR 0x2u     /* instruction address range restriction */
 
-enum it2_source { IT2_MEASURED, IT2_MODELLED, IT2_UNAVAILABLE };
-
 enum it2_counts {             /* which watch counter an event reads */
 	IT2_COUNT_LOADS = WATCH_FIELD_LOADS,
 	IT2_COUNT_STORES = WATCH_FIELD_STORES,
@@ -46,7 +46,7 @@ struct it2_event {
 	const char *desc;
 	unsigned ranges;          /* IT2_DARR | IT2_IARR */
 	enum it2_counts counts;
-	enum it2_source source;
+	enum heritage_source source;
 	int tagged;               /* IA64_TAGGED_INST_RETIRED_IBRPx */
 };
 
@@ -57,10 +57,14 @@ extern const struct it2_event it2_events[IT2_NEVENTS];
 #define IT2_CODE_EXACT_SET 0x100u   /* ":exact=" given */
 #define IT2_CODE_EXACT_ON 0x200u    /* ":exact=1" */
 
+/* The names and the :exact=0|1 qualifier (heritage_event_name.h). */
+extern const struct heritage_event_names it2_event_names;
+
 /* Parses "LOADS_RETIRED", "LOADS_RETIRED:exact=1" (case-insensitive); 0, or
- * -ENOENT with a message for an unknown event or qualifier (as perf_event). */
+ * -ENOENT (no such event) / -EINVAL (bad qualifier) with a message. */
 int it2_event_parse(const char *name, unsigned *code);
-/* Writes the event's full name with its qualifier; -ENOENT for bad codes. */
+/* Writes the event's full name with its qualifier; -ENOENT for bad codes,
+ * -ENOSPC if it does not fit. */
 int it2_event_format(unsigned code, char *buf, int len);
 
 /* Nominal clock of the modelled CPU_CYCLES (a 1.6 GHz Itanium 2 9M,

@@ -14,37 +14,37 @@
 #define CYCLES "cycles (50 MHz bus)"
 #define UNITS64 "64-byte units"
 #define BUS(n, c, src, d) { .name = n, .desc = d, .units = CYCLES, .source = src, .kind = RPM_K_COUNTER, .counter = c }
-#define MESH(n, c, d) { .name = n, .desc = d, .units = UNITS64, .source = RPM_MODELLED, .kind = RPM_K_COUNTER, .counter = c }
+#define MESH(n, c, d) { .name = n, .desc = d, .units = UNITS64, .source = HERITAGE_MODELLED, .kind = RPM_K_COUNTER, .counter = c }
 #define SOFT(n, k, src, d) { .name = n, .desc = d, .units = "", .source = src, .kind = k, .per_cpu = 1 }
-#define FPE(n, f, d) { .name = n, .desc = d " [measured with PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS, else unavailable]", .units = "", .source = RPM_MEASURED, .kind = RPM_K_FPE, .per_cpu = 1, .fpe = f }
-#define NONE(n, d) SOFT(n, RPM_K_ZERO, RPM_UNAVAILABLE, d " [unavailable: no honest source on x86-64 Linux]")
+#define FPE(n, f, d) { .name = n, .desc = d " [measured with PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS, else unavailable]", .units = "", .source = HERITAGE_MEASURED, .kind = RPM_K_FPE, .per_cpu = 1, .fpe = f }
+#define NONE(n, d) SOFT(n, RPM_K_ZERO, HERITAGE_UNAVAILABLE, d " [unavailable: no honest source on x86-64 Linux]")
 
 const struct rpm_event rpm_events[] = {
-	{ .name = "rpm_time", .units = "ticks (100 ns)", .source = RPM_MEASURED, .kind = RPM_K_TIME, .absolute = 1,
+	{ .name = "rpm_time", .units = "ticks (100 ns)", .source = HERITAGE_MEASURED, .kind = RPM_K_TIME, .absolute = 1,
 	  .desc = "10 MHz 56-bit global clock since boot (CLOCK_BOOTTIME / 100 ns) [measured]" },
-	{ .name = "rpm_time_s", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_TIME_S, .absolute = 1, .fp64 = 1,
+	{ .name = "rpm_time_s", .units = "s", .source = HERITAGE_MEASURED, .kind = RPM_K_TIME_S, .absolute = 1, .fp64 = 1,
 	  .desc = "rpm_time in seconds as dclock() gives it (low 52 bits / 10^7), FP64 [measured]" },
-	BUS("rpm_cpu0", RPM_CPU0, RPM_MODELLED,
+	BUS("rpm_cpu0", RPM_CPU0, HERITAGE_MODELLED,
 	    "bus cycles CPU 0 is bus master: the default master takes 97.5% of the elapsed 50 MHz cycles less cpu1+ltu+exp, busy or not (the documented bug) [modelled]"),
-	BUS("rpm_cpu1", RPM_CPU1, RPM_MODELLED,
+	BUS("rpm_cpu1", RPM_CPU1, HERITAGE_MODELLED,
 	    "bus cycles of the message co-processor: irq+softirq time of all CPUs (/proc/stat) x 50 MHz [modelled]"),
-	BUS("rpm_ltu", RPM_LTU, RPM_MODELLED,
+	BUS("rpm_ltu", RPM_LTU, HERITAGE_MODELLED,
 	    "bus cycles of the line transfer unit: bytes received+sent by the NICs (/proc/net/dev) / 8 [modelled]"),
-	BUS("rpm_exp", RPM_EXP, RPM_UNAVAILABLE,
+	BUS("rpm_exp", RPM_EXP, HERITAGE_UNAVAILABLE,
 	    "bus cycles of the expansion card: none here, the model counts 0 [unavailable]"),
 	MESH("rpm_north", RPM_NORTH, "64-byte units leaving this node's router northwards (virtual mesh, rpm_mesh_send) [modelled]"),
 	MESH("rpm_south", RPM_SOUTH, "64-byte units leaving this node's router southwards (virtual mesh, rpm_mesh_send) [modelled]"),
 	MESH("rpm_east", RPM_EAST, "64-byte units leaving this node's router eastwards (virtual mesh, rpm_mesh_send) [modelled]"),
 	MESH("rpm_west", RPM_WEST, "64-byte units leaving this node's router westwards (virtual mesh, rpm_mesh_send) [modelled]"),
-	{ .name = "rpms_idle", .units = "s", .source = RPM_MEASURED, .kind = RPM_K_IDLE, .per_cpu = 1, .fp64 = 1,
+	{ .name = "rpms_idle", .units = "s", .source = HERITAGE_MEASURED, .kind = RPM_K_IDLE, .per_cpu = 1, .fp64 = 1,
 	  .desc = "seconds the CPU was idle, FP64 (/proc/stat idle+iowait); :cpu=N, else the sum over CPUs [measured]" },
-	SOFT("rpms_alltraps", RPM_K_ALLTRAPS, RPM_MODELLED,
+	SOFT("rpms_alltraps", RPM_K_ALLTRAPS, HERITAGE_MODELLED,
 	     "traps: the sum of the trap classes that have a source here (rpms_int + rpms_it + rpms_dat, + rpms_ft in the FP trap mode) [modelled]"),
-	SOFT("rpms_it", RPM_K_SYSCALLS, RPM_MEASURED,
+	SOFT("rpms_it", RPM_K_SYSCALLS, HERITAGE_MEASURED,
 	     "trap instructions (system calls): tracepoint raw_syscalls:sys_enter counted on the CPU [measured]"),
-	SOFT("rpms_int", RPM_K_INT, RPM_MEASURED, "interrupts on the CPU (/proc/interrupts column) [measured]"),
+	SOFT("rpms_int", RPM_K_INT, HERITAGE_MEASURED, "interrupts on the CPU (/proc/interrupts column) [measured]"),
 	NONE("rpms_iat", "instruction access traps (counting cannot tell instruction fetch faults from data faults)"),
-	SOFT("rpms_dat", RPM_K_FAULTS, RPM_MODELLED,
+	SOFT("rpms_dat", RPM_K_FAULTS, HERITAGE_MODELLED,
 	     "data access traps: every page fault on the CPU (perf PAGE_FAULTS), instruction fetch faults included [modelled]"),
 	FPE("rpms_ft", RPM_FPF_FT, "floating point traps: SIGFPEs of the classes the opt-in trap mode unmasks, in the threads that count"),
 	NONE("rpms_datld", "data access traps on ld.x"),
@@ -57,10 +57,10 @@ const struct rpm_event rpm_events[] = {
 	NONE("rpms_notref", "page faults for an access to an unreferenced page while locked"),
 	NONE("rpms_notwr", "page faults for a store to a read-only page"),
 	NONE("rpms_pdenotu", "page directory entry access violations"),
-	SOFT("rpms_ptenotu", RPM_K_UNRESOLVED, RPM_MODELLED,
+	SOFT("rpms_ptenotu", RPM_K_UNRESOLVED, HERITAGE_MODELLED,
 	     "page table entry access violations: page faults the kernel did not resolve (perf PAGE_FAULTS - MIN - MAJ: SIGSEGV, SIGBUS, EFAULT), PDE faults included [modelled]"),
 	NONE("rpms_pdenotp", "page directory entry invalid traps"),
-	SOFT("rpms_ptenotp", RPM_K_RESOLVED, RPM_MODELLED,
+	SOFT("rpms_ptenotp", RPM_K_RESOLVED, HERITAGE_MODELLED,
 	     "page table entry invalid traps: page faults the kernel resolved (perf PAGE_FAULTS_MIN + _MAJ), write-protect (COW, dirty tracking) and PDE faults included [modelled]"),
 	NONE("rpms_lockseq", "traps while in a locked sequence"),
 	NONE("rpms_lockres", "restarted locked sequences"),
@@ -78,12 +78,7 @@ const struct rpm_event rpm_events[] = {
 };
 const unsigned rpm_nevents = sizeof rpm_events / sizeof rpm_events[0];
 
-const char *rpm_source_name(enum rpm_source s)
-{
-	return s == RPM_MEASURED ? "measured" : s == RPM_MODELLED ? "modelled" : "unavailable";
-}
-
-enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why)
+enum heritage_source rpm_event_source(const struct rpm_event *e, const char **why)
 {
 	const char *dummy;
 	if (!why)
@@ -92,22 +87,22 @@ enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why)
 	(void)rpm_cpu_count(); /* opens the kernel counters */
 	switch (e->kind) {
 	case RPM_K_SYSCALLS:
-		return rpm_perf_status(RPM_SYSCALLS, why) ? RPM_UNAVAILABLE : e->source;
+		return rpm_perf_status(RPM_SYSCALLS, why) ? HERITAGE_UNAVAILABLE : e->source;
 	case RPM_K_FAULTS:
-		return rpm_perf_status(RPM_PF_ALL, why) ? RPM_UNAVAILABLE : e->source;
+		return rpm_perf_status(RPM_PF_ALL, why) ? HERITAGE_UNAVAILABLE : e->source;
 	case RPM_K_RESOLVED:
 	case RPM_K_UNRESOLVED:
 		if (rpm_perf_status(RPM_PF_ALL, why) || rpm_perf_status(RPM_PF_MIN, why) ||
 		    rpm_perf_status(RPM_PF_MAJ, why))
-			return RPM_UNAVAILABLE;
+			return HERITAGE_UNAVAILABLE;
 		return e->source;
 	case RPM_K_FPE: {
 		unsigned need = rpm_fpe_field_classes((enum rpm_fpe_field)e->fpe), have = rpm_fpe_classes(why);
 		if (!have)
-			return RPM_UNAVAILABLE;
+			return HERITAGE_UNAVAILABLE;
 		if (need && !(have & need)) {
 			*why = "the FP trap mode is on, but not for this field's exception class (see PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS in paragon_rpm(3))";
-			return RPM_UNAVAILABLE;
+			return HERITAGE_UNAVAILABLE;
 		}
 		*why = "";
 		return e->source;
@@ -127,46 +122,39 @@ const struct rpm_event *rpm_event_of(unsigned code)
 	return &rpm_events[idx];
 }
 
+/* :cpu=N on the rpms_* soft counters, N a CPU of this machine. */
+static void cpu_values(unsigned index, struct heritage_qual_values *v)
+{
+	unsigned ncpus = index < rpm_nevents && rpm_events[index].per_cpu ? rpm_cpu_count() : 0;
+	*v = (struct heritage_qual_values){ 0 };
+	if (ncpus) {
+		*v = (struct heritage_qual_values){ .n = 2, .range = 1, .v = { 0, ncpus - 1 } };
+		snprintf(v->note, sizeof v->note, "this machine has %u CPUs", ncpus);
+	}
+}
+
+static const struct heritage_qualifier rpm_qualifiers[] = {
+	{ .name = "cpu", .given = 0, .shift = RPM_CODE_CPU_SHIFT, .mask = 0xfffu, .values = cpu_values },
+};
+
+const struct heritage_event_names rpm_event_names = {
+	.component = "paragon_rpm",
+	.first_name = &rpm_events[0].name,
+	.stride = sizeof rpm_events[0],
+	.n = sizeof rpm_events / sizeof rpm_events[0],
+	.index_mask = RPM_CODE_INDEX_MASK,
+	.quals = rpm_qualifiers,
+	.nquals = sizeof rpm_qualifiers / sizeof rpm_qualifiers[0],
+};
+
 int rpm_event_parse(const char *name, unsigned *code)
 {
-	const char *colon = strchr(name, ':');
-	size_t len = colon ? (size_t)(colon - name) : strlen(name);
-
-	for (unsigned i = 0; i < rpm_nevents; i++) {
-		if (strlen(rpm_events[i].name) != len || strncasecmp(name, rpm_events[i].name, len) != 0)
-			continue;
-		*code = i;
-		if (!colon)
-			return 0;
-		if (!rpm_events[i].per_cpu)
-			return heritage_fail(-ENOENT, "paragon_rpm: %s takes no qualifier (only the rpms_* soft counters take :cpu=N)",
-			                     rpm_events[i].name);
-		char *end;
-		if (strncasecmp(colon + 1, "cpu=", 4) != 0 || colon[5] < '0' || colon[5] > '9')
-			return heritage_fail(-ENOENT, "paragon_rpm: unknown qualifier \"%s\" (the qualifier is :cpu=N)", colon);
-		unsigned long cpu = strtoul(colon + 5, &end, 10);
-		if (*end)
-			return heritage_fail(-ENOENT, "paragon_rpm: unknown qualifier \"%s\" (the qualifier is :cpu=N)", colon);
-		if (cpu >= rpm_cpu_count())
-			return heritage_fail(-ENOENT, "paragon_rpm: %s: no CPU %lu (this machine has %u: 0..%u)", name, cpu,
-			                     rpm_cpu_count(), rpm_cpu_count() - 1);
-		*code |= (unsigned)(cpu + 1) << RPM_CODE_CPU_SHIFT;
-		return 0;
-	}
-	return heritage_fail(-ENOENT, "paragon_rpm: no event \"%.*s\" (papi_native_avail -i paragon_rpm lists them)",
-	                     (int)len, name);
+	return heritage_event_parse(&rpm_event_names, name, code);
 }
 
 int rpm_event_format(unsigned code, char *buf, int len)
 {
-	const struct rpm_event *e = rpm_event_of(code);
-	if (!e || len <= 0)
-		return -ENOENT;
-	if (RPM_CODE_CPU(code))
-		snprintf(buf, (size_t)len, "%s:cpu=%u", e->name, RPM_CODE_CPU(code) - 1);
-	else
-		snprintf(buf, (size_t)len, "%s", e->name);
-	return 0;
+	return len <= 0 ? -ENOENT : heritage_event_format(&rpm_event_names, code, buf, (size_t)len);
 }
 
 int rpm_model_allowed(void)
@@ -185,7 +173,7 @@ int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 		if (!e)
 			return heritage_fail(-ENOENT, "paragon_rpm: no event with code %#x", codes[i]);
 		const char *why;
-		if (rpm_event_source(e, &why) == RPM_UNAVAILABLE && !rpm_model_allowed())
+		if (rpm_event_source(e, &why) == HERITAGE_UNAVAILABLE && !rpm_model_allowed())
 			return heritage_fail(-ENOTSUP,
 			                     "paragon_rpm: %s has no honest source on this machine%s%s (the model would count 0); "
 			                     "set PAPI_HERITAGE_PARAGON_RPM_MODEL=1 to count it anyway",

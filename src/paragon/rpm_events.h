@@ -7,11 +7,11 @@
 
 #include <stdint.h>
 
+#include "common/heritage_event_name.h"
 #include "common/heritage_owner.h"
+#include "common/heritage_source.h"
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_model.h"
-
-enum rpm_source { RPM_MEASURED, RPM_MODELLED, RPM_UNAVAILABLE };
 
 enum rpm_kind {
 	RPM_K_TIME,      /* rpm_time: absolute 10 MHz ticks */
@@ -32,7 +32,7 @@ struct rpm_event {
 	const char *name;
 	const char *desc;
 	const char *units;
-	enum rpm_source source;
+	enum heritage_source source;
 	enum rpm_kind kind;
 	enum rpm_counter counter;  /* RPM_K_COUNTER */
 	int per_cpu;               /* an rpmsoft field: takes :cpu=N */
@@ -49,15 +49,19 @@ extern const unsigned rpm_nevents;
 #define RPM_CODE_CPU_SHIFT 8
 #define RPM_CODE_CPU(code) (((code) >> RPM_CODE_CPU_SHIFT) & 0xfffu)
 
-/* "rpms_idle:cpu=1" -> code; -ENOENT with a message. */
+/* The names and the :cpu=N qualifier (heritage_event_name.h). */
+extern const struct heritage_event_names rpm_event_names;
+
+/* "rpms_idle:cpu=1" -> code; 0, or -ENOENT (no such event) / -EINVAL (bad
+ * qualifier, no such CPU) with a message. */
 int rpm_event_parse(const char *name, unsigned *code);
-/* The full name with its qualifier; -ENOENT for a bad code. */
+/* The full name with its qualifier; -ENOENT for a bad code, -ENOSPC if it
+ * does not fit. */
 int rpm_event_format(unsigned code, char *buf, int len);
 const struct rpm_event *rpm_event_of(unsigned code);
-const char *rpm_source_name(enum rpm_source s);
 /* The event's source on this machine: an event whose kernel counter was
  * refused is unavailable, *why (may be NULL) says why. */
-enum rpm_source rpm_event_source(const struct rpm_event *e, const char **why);
+enum heritage_source rpm_event_source(const struct rpm_event *e, const char **why);
 
 /* Is the model opted into (PAPI_HERITAGE_PARAGON_RPM_MODEL=1)? */
 int rpm_model_allowed(void);

@@ -47,17 +47,17 @@ START_TEST(tables_match_the_seed)
 	static const struct {
 		const char *name;
 		unsigned counter, mux;
-		enum alpha_source src;
+		enum heritage_source src;
 	} want[] = {
-		{ "ISSUES", 0, 0x0, ALPHA_MEASURED }, { "PIPELINE_DRY", 0, 0x2, ALPHA_UNAVAILABLE },
-		{ "LOAD_INSNS", 0, 0x4, ALPHA_MEASURED }, { "PIPELINE_FROZEN", 0, 0x6, ALPHA_UNAVAILABLE },
-		{ "BRANCH_INSNS", 0, 0x8, ALPHA_MEASURED }, { "CYCLES", 0, 0xA, ALPHA_MODELLED },
-		{ "PAL_MODE", 0, 0xB, ALPHA_UNAVAILABLE }, { "NON_ISSUES", 0, 0xC, ALPHA_UNAVAILABLE },
-		{ "EXTERNAL", 0, 0xE, ALPHA_UNAVAILABLE }, { "DCACHE_MISSES", 1, 0, ALPHA_UNAVAILABLE },
-		{ "ICACHE_MISSES", 1, 1, ALPHA_UNAVAILABLE }, { "DUAL_ISSUE_CYCLES", 1, 2, ALPHA_UNAVAILABLE },
-		{ "BRANCH_MISPREDICTS", 1, 3, ALPHA_UNAVAILABLE }, { "FP_INSNS", 1, 4, ALPHA_MEASURED },
-		{ "INTEGER_OPERATE", 1, 5, ALPHA_MEASURED }, { "STORE_INSNS", 1, 6, ALPHA_MEASURED },
-		{ "EXTERNAL_1", 1, 7, ALPHA_UNAVAILABLE },
+		{ "ISSUES", 0, 0x0, HERITAGE_MEASURED }, { "PIPELINE_DRY", 0, 0x2, HERITAGE_UNAVAILABLE },
+		{ "LOAD_INSNS", 0, 0x4, HERITAGE_MEASURED }, { "PIPELINE_FROZEN", 0, 0x6, HERITAGE_UNAVAILABLE },
+		{ "BRANCH_INSNS", 0, 0x8, HERITAGE_MEASURED }, { "CYCLES", 0, 0xA, HERITAGE_MODELLED },
+		{ "PAL_MODE", 0, 0xB, HERITAGE_UNAVAILABLE }, { "NON_ISSUES", 0, 0xC, HERITAGE_UNAVAILABLE },
+		{ "EXTERNAL", 0, 0xE, HERITAGE_UNAVAILABLE }, { "DCACHE_MISSES", 1, 0, HERITAGE_UNAVAILABLE },
+		{ "ICACHE_MISSES", 1, 1, HERITAGE_UNAVAILABLE }, { "DUAL_ISSUE_CYCLES", 1, 2, HERITAGE_UNAVAILABLE },
+		{ "BRANCH_MISPREDICTS", 1, 3, HERITAGE_UNAVAILABLE }, { "FP_INSNS", 1, 4, HERITAGE_MEASURED },
+		{ "INTEGER_OPERATE", 1, 5, HERITAGE_MEASURED }, { "STORE_INSNS", 1, 6, HERITAGE_MEASURED },
+		{ "EXTERNAL_1", 1, 7, HERITAGE_UNAVAILABLE },
 	};
 	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
 		const struct alpha_event *e = alpha_event_of(code_of(want[i].name));
@@ -68,7 +68,7 @@ START_TEST(tables_match_the_seed)
 		/* Either a host event for the core-PMU backend, or why not. */
 		ck_assert((e->host[0] != NULL) == (e->host_honesty != NULL));
 		ck_assert((e->host_why != NULL) == (e->host_honesty == NULL));
-		if (e->sw_source == ALPHA_UNAVAILABLE)
+		if (e->sw_source == HERITAGE_UNAVAILABLE)
 			ck_assert_ptr_nonnull(e->sw_why);
 	}
 }

@@ -1,0 +1,187 @@
+/*
+ * The one event-name parser and formatter (heritage_event_name.h).  Before
+ * it each facility had its own, and the same mistake gave -ENOENT in one
+ * component and -EINVAL in another (issue 12).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/heritage_error.h"
+#include "common/heritage_event_name.h"
+
+const char *heritage_event_name_at(const struct heritage_event_names *f, unsigned i)
+{
+	return *(const char *const *)((const char *)f->first_name + (size_t)i * f->stride);
+}
+
+int heritage_qual_get(const struct heritage_qualifier *q, unsigned code, unsigned long *value)
+{
+	unsigned field = (code >> q->shift) & q->mask;
+	if (q->given) {
+		*value = field;
+		return (code & q->given) != 0;
+	}
+	*value = field ? field - 1 : 0;
+	return field != 0;
+}
+
+unsigned heritage_qual_set(const struct heritage_qualifier *q, unsigned code, unsigned long value)
+{
+	code &= ~(q->given | (q->mask << q->shift));
+	if (q->given)
+		return code | q->given | ((unsigned)value & q->mask) << q->shift;
+	return code | ((unsigned)(value + 1) & q->mask) << q->shift;
+}
+
+static int allowed(const struct heritage_qual_values *v, unsigned long value)
+{
+	if (v->range)
+		return value >= v->v[0] && value <= v->v[1];
+	for (unsigned i = 0; i < v->n; i++)
+		if (v->v[i] == value)
+			return 1;
+	return 0;
+}
+
+/* "0 or 1", "16 or 12", "0, 1 or 2", "0..7". */
+static void allowed_text(const struct heritage_qual_values *v, char *buf, size_t len)
+{
+	size_t at = 0;
+	if (v->range) {
+		snprintf(buf, len, "%lu..%lu", v->v[0], v->v[1]);
+		return;
+	}
+	buf[0] = '\0';
+	for (unsigned i = 0; i < v->n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%lu", i == 0 ? "" : i + 1 == v->n ? " or " : ", ",
+		                       v->v[i]);
+}
+
+/* What the event at index accepts, for messages: ":exact=0 or 1". */
+static void accepted(const struct heritage_event_names *f, unsigned index, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (unsigned k = 0; k < f->nquals && at < len; k++) {
+		struct heritage_qual_values v = { 0 };
+		char vals[96];
+		f->quals[k].values(index, &v);
+		if (!v.n)
+			continue;
+		allowed_text(&v, vals, sizeof vals);
+		at += (size_t)snprintf(buf + at, len - at, "%s:%s=%s", at ? ", " : "", f->quals[k].name, vals);
+	}
+}
+
+/* Digits only: no sign, no space, no base prefix, no overflow. */
+static int decimal(const char *s, size_t len, unsigned long *value)
+{
+	unsigned long v = 0;
+	if (len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (~0ul - 9) / 10)
+			return -1;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	*value = v;
+	return 0;
+}
+
+static int parse_qualifier(const struct heritage_event_names *f, unsigned index, const char *q, size_t qlen,
+                           unsigned *code, unsigned *seen)
+{
+	const char *event = heritage_event_name_at(f, index);
+	const char *eq = memchr(q, '=', qlen);
+	size_t nlen = eq ? (size_t)(eq - q) : qlen;
+	char acc[256];
+
+	accepted(f, index, acc, sizeof acc);
+	for (unsigned k = 0; k < f->nquals; k++) {
+		const struct heritage_qualifier *qual = &f->quals[k];
+		if (strlen(qual->name) != nlen || strncasecmp(q, qual->name, nlen) != 0)
+			continue;
+		struct heritage_qual_values v = { 0 };
+		qual->values(index, &v);
+		if (!v.n)
+			break; /* this event does not take it: as unknown */
+		if (*seen & (1u << k))
+			return heritage_fail(-EINVAL, "%s: %s: qualifier :%s given twice", f->component, event, qual->name);
+		*seen |= 1u << k;
+		unsigned long value;
+		const char *val = eq ? eq + 1 : q + qlen;
+		size_t vlen = eq ? qlen - nlen - 1 : 0;
+		if (!eq || decimal(val, vlen, &value) != 0 || !allowed(&v, value)) {
+			char vals[96];
+			allowed_text(&v, vals, sizeof vals);
+			return heritage_fail(-EINVAL, "%s: %s: qualifier :%s takes %s, not '%.*s'%s%s", f->component, event,
+			                     qual->name, vals, (int)vlen, val, v.note[0] ? ": " : "", v.note);
+		}
+		*code = heritage_qual_set(qual, *code, value);
+		return 0;
+	}
+	if (!acc[0])
+		return heritage_fail(-EINVAL, "%s: %s takes no qualifier, not ':%.*s'", f->component, event, (int)qlen, q);
+	return heritage_fail(-EINVAL, "%s: %s: unknown qualifier ':%.*s' (it takes %s)", f->component, event,
+	                     (int)qlen, q, acc);
+}
+
+int heritage_event_parse(const struct heritage_event_names *f, const char *name, unsigned *code)
+{
+	if (!name || !code)
+		return heritage_fail(-EINVAL, "%s: no event name", f->component);
+	const char *colon = strchr(name, ':');
+	size_t base = colon ? (size_t)(colon - name) : strlen(name);
+	unsigned index;
+	for (index = 0; index < f->n; index++) {
+		const char *e = heritage_event_name_at(f, index);
+		if (strlen(e) == base && strncasecmp(e, name, base) == 0)
+			break;
+	}
+	if (index == f->n)
+		return heritage_fail(-ENOENT, "no event named '%.*s' in component %s (papi_native_avail -i %s lists its "
+		                     "events)", (int)base, name, f->component, f->component);
+	unsigned c = index, seen = 0;
+	while (colon) {
+		const char *q = colon + 1, *next = strchr(q, ':');
+		size_t qlen = next ? (size_t)(next - q) : strlen(q);
+		int err = parse_qualifier(f, index, q, qlen, &c, &seen);
+		if (err)
+			return err;
+		colon = next;
+	}
+	*code = c;
+	return 0;
+}
+
+int heritage_event_format(const struct heritage_event_names *f, unsigned code, char *buf, size_t len)
+{
+	unsigned index = code & f->index_mask, known = f->index_mask;
+	if (index >= f->n)
+		return -ENOENT;
+	for (unsigned k = 0; k < f->nquals; k++)
+		known |= f->quals[k].given | f->quals[k].mask << f->quals[k].shift;
+	if (code & ~known)
+		return -ENOENT;
+	const char *event = heritage_event_name_at(f, index);
+	int n = snprintf(buf, len, "%s", event);
+	size_t at = n < 0 ? 0 : (size_t)n;
+	for (unsigned k = 0; k < f->nquals; k++) {
+		const struct heritage_qualifier *q = &f->quals[k];
+		unsigned long value;
+		if (!heritage_qual_get(q, code, &value)) {
+			if ((code >> q->shift) & q->mask)
+				return -ENOENT; /* a value without its given bit */
+			continue;
+		}
+		struct heritage_qual_values v = { 0 };
+		q->values(index, &v);
+		if (!v.n || !allowed(&v, value))
+			return -ENOENT;
+		n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, ":%s=%lu", q->name, value);
+		at += n < 0 ? 0 : (size_t)n;
+	}
+	return n < 0 || at >= len ? -ENOSPC : 0;
+}
