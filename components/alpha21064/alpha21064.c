@@ -30,7 +30,6 @@
 #include "../heritage_glue.h"
 #include "alpha/alpha_events.h"
 #include "alpha/alpha_set.h"
-#include "watch/watch_step.h"
 #include "papi_heritage.h"
 
 papi_vector_t _alpha21064_vector;
@@ -199,21 +198,8 @@ static int alpha_ntv_enum_step(unsigned *code, int modifier)
 			return PAPI_ENOEVNT;
 		*code = idx + 1;
 		return PAPI_OK;
-	case PAPI_NTV_ENUM_UMASKS: {
-		/* The width qualifiers of a base event: default width, then the other. */
-		if (idx >= alpha_nevents)
-			return PAPI_ENOEVNT;
-		const struct alpha_widths *w = &alpha_counter_widths[alpha_events[idx].counter];
-		if (!(*code & ALPHA_CODE_WIDTH_SET)) {
-			*code = idx | ALPHA_CODE_WIDTH_SET | (w->def << ALPHA_CODE_WIDTH_SHIFT);
-			return PAPI_OK;
-		}
-		if (alpha_code_width(*code) == w->def) {
-			*code = idx | ALPHA_CODE_WIDTH_SET | (w->other << ALPHA_CODE_WIDTH_SHIFT);
-			return PAPI_OK;
-		}
-		return PAPI_ENOEVNT;
-	}
+	case PAPI_NTV_ENUM_UMASKS: /* the widths: the default, then the other */
+		return heritage_event_next_qual(&alpha_event_names, 0, code) == 0 ? PAPI_OK : PAPI_ENOEVNT;
 	default:
 		return PAPI_EINVAL;
 	}
@@ -295,9 +281,6 @@ HERITAGE_PUBLIC int papi_heritage_alpha21064_backend(int EventSet, char *name, i
 	return PAPI_OK;
 }
 
-_Static_assert(PAPI_HERITAGE_ALPHA_OS_UNIX == ALPHA_OS_UNIX && PAPI_HERITAGE_ALPHA_OS_VMS == ALPHA_OS_VMS &&
-               PAPI_HERITAGE_ALPHA_OS_NT == ALPHA_OS_NT, "the public OS numbers are alpha_model.h's");
-
 HERITAGE_PUBLIC int papi_heritage_alpha21064_set_os(int os)
 {
 	return heritage_papi_error(alpha_set_os(os));
@@ -310,38 +293,15 @@ HERITAGE_PUBLIC int papi_heritage_alpha21064_get_os(void)
 
 HERITAGE_PUBLIC int papi_heritage_alpha21064_stats(struct papi_heritage_alpha21064_stats *stats)
 {
-	struct watch_step_stats ws;
-	struct alpha_set_stats st;
 	if (!stats)
 		return PAPI_EINVAL;
-	watch_step_stats(&ws);
-	alpha_set_stats(&st);
-	stats->deliveries = st.deliveries;
-	stats->delivery_ticks = st.ticks;
-	stats->min_ticks = st.min_ticks;
-	stats->last_ticks = st.last_ticks;
-	stats->steps = ws.steps;
+	alpha_set_stats(stats);
 	return PAPI_OK;
 }
 
 HERITAGE_PUBLIC int papi_heritage_alpha21064_frame(struct papi_heritage_alpha21064_frame *frame)
 {
-	struct alpha_frame f;
-	if (!frame)
-		return PAPI_EINVAL;
-	if (alpha_set_frame(&f) != 0)
-		return PAPI_EINVAL;
-	frame->os = f.os;
-	frame->counter = (int)f.counter;
-	frame->pc = f.pc;
-	frame->vector = f.vector;
-	frame->ipl = f.ipl;
-	frame->exception = f.exception;
-	frame->r4 = f.r4;
-	frame->a0 = f.a0;
-	frame->a1 = f.a1;
-	frame->a2 = f.a2;
-	return PAPI_OK;
+	return frame ? heritage_papi_error(alpha_set_frame(frame)) : PAPI_EINVAL;
 }
 
 papi_vector_t _alpha21064_vector = {

@@ -152,16 +152,8 @@ static int rpm_ntv_enum_step(unsigned *code, int modifier)
 			return PAPI_ENOEVNT;
 		*code = idx + 1;
 		return PAPI_OK;
-	case PAPI_NTV_ENUM_UMASKS: {
-		/* The qualifiers of a soft counter: :cpu=0 .. :cpu=N-1. */
-		if (idx >= rpm_nevents || !rpm_events[idx].per_cpu)
-			return PAPI_ENOEVNT;
-		unsigned next = RPM_CODE_CPU(*code) + 1;
-		if (next > rpm_cpu_count())
-			return PAPI_ENOEVNT;
-		*code = idx | (next << RPM_CODE_CPU_SHIFT);
-		return PAPI_OK;
-	}
+	case PAPI_NTV_ENUM_UMASKS: /* a soft counter's :cpu=0 .. :cpu=N-1 */
+		return heritage_event_next_qual(&rpm_event_names, 0, code) == 0 ? PAPI_OK : PAPI_ENOEVNT;
 	default:
 		return PAPI_EINVAL;
 	}

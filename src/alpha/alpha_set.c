@@ -14,6 +14,8 @@
 #include "alpha/alpha_set.h"
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
+#include "papi_heritage.h"
+#include "watch/watch_step.h"
 
 /* The operating system whose interrupt frame handlers see: per process. */
 static _Atomic int alpha_os = ALPHA_OS_UNIX;
@@ -235,19 +237,29 @@ enum alpha_os alpha_get_os(void)
 	return (enum alpha_os)alpha_os;
 }
 
-int alpha_set_frame(struct alpha_frame *f)
+_Static_assert(PAPI_HERITAGE_ALPHA_OS_UNIX == ALPHA_OS_UNIX && PAPI_HERITAGE_ALPHA_OS_VMS == ALPHA_OS_VMS &&
+               PAPI_HERITAGE_ALPHA_OS_NT == ALPHA_OS_NT, "the public OS numbers are alpha_model.h's");
+
+int alpha_set_frame(struct papi_heritage_alpha21064_frame *f)
 {
 	if (!cur_frame_valid)
 		return heritage_fail(-EINVAL, "alpha21064: no counter interrupt is being delivered on this thread (call "
 		                     "papi_heritage_alpha21064_frame from a PAPI_overflow handler)");
-	*f = cur_frame;
+	*f = (struct papi_heritage_alpha21064_frame){
+		.os = cur_frame.os, .counter = (int)cur_frame.counter, .pc = cur_frame.pc, .vector = cur_frame.vector,
+		.ipl = cur_frame.ipl, .exception = cur_frame.exception, .r4 = cur_frame.r4,
+		.a0 = cur_frame.a0, .a1 = cur_frame.a1, .a2 = cur_frame.a2,
+	};
 	return 0;
 }
 
-void alpha_set_stats(struct alpha_set_stats *st)
+void alpha_set_stats(struct papi_heritage_alpha21064_stats *st)
 {
+	struct watch_step_stats ws;
+	watch_step_stats(&ws);
 	st->deliveries = atomic_load_explicit(&st_deliveries, memory_order_relaxed);
-	st->ticks = atomic_load_explicit(&st_ticks, memory_order_relaxed);
+	st->delivery_ticks = atomic_load_explicit(&st_ticks, memory_order_relaxed);
 	st->min_ticks = atomic_load_explicit(&st_min, memory_order_relaxed);
 	st->last_ticks = atomic_load_explicit(&st_last, memory_order_relaxed);
+	st->steps = ws.steps;
 }

@@ -80,13 +80,14 @@ uint64_t alpha_set_nominal_hz(void);
 void alpha_set_os_from_env(void);
 int alpha_set_os(int os);   /* ALPHA_OS_*; 0 or -EINVAL with the message */
 enum alpha_os alpha_get_os(void);
-/* The frame of the interrupt being delivered on this thread: 0, or -EINVAL
- * with the message outside a handler. */
-int alpha_set_frame(struct alpha_frame *f);
+/* The frame of the interrupt being delivered on this thread, as
+ * papi_heritage_alpha21064_frame gives it: 0, or -EINVAL with the message
+ * outside a handler. */
+struct papi_heritage_alpha21064_frame;
+int alpha_set_frame(struct papi_heritage_alpha21064_frame *f);
 
-struct alpha_set_stats {
-	uint64_t deliveries, ticks, min_ticks, last_ticks; /* rdtsc ticks */
-};
-void alpha_set_stats(struct alpha_set_stats *st);
+/* What deliveries cost, process-wide (papi_heritage_alpha21064_stats). */
+struct papi_heritage_alpha21064_stats;
+void alpha_set_stats(struct papi_heritage_alpha21064_stats *st);
 
 #endif

@@ -185,3 +185,33 @@ int heritage_event_format(const struct heritage_event_names *f, unsigned code, c
 	}
 	return n < 0 || at >= len ? -ENOSPC : 0;
 }
+
+int heritage_event_next_qual(const struct heritage_event_names *f, unsigned k, unsigned *code)
+{
+	unsigned index = *code & f->index_mask;
+	const struct heritage_qualifier *q = &f->quals[k];
+	struct heritage_qual_values v = { 0 };
+	unsigned long value, next;
+
+	if (index >= f->n || k >= f->nquals)
+		return -ENOENT;
+	q->values(index, &v);
+	if (!v.n)
+		return -ENOENT;
+	if (!heritage_qual_get(q, *code, &value)) {
+		next = v.v[0];
+	} else if (v.range) {
+		if (value >= v.v[1])
+			return -ENOENT;
+		next = value + 1;
+	} else {
+		unsigned i = 0;
+		while (i < v.n && v.v[i] != value)
+			i++;
+		if (i + 1 >= v.n)
+			return -ENOENT;
+		next = v.v[i + 1];
+	}
+	*code = heritage_qual_set(q, *code, next);
+	return 0;
+}

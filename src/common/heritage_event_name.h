@@ -59,6 +59,12 @@ int heritage_event_parse(const struct heritage_event_names *f, const char *name,
  * -ENOSPC if it does not fit in len. */
 int heritage_event_format(const struct heritage_event_names *f, unsigned code, char *buf, size_t len);
 
+/* Enumeration (PAPI_NTV_ENUM_UMASKS) of qualifier k on code's event: a code
+ * without it steps to its first value, one with a value to the next (list
+ * order, or up the range).  0, or -ENOENT after the last, or if the event
+ * takes none. */
+int heritage_event_next_qual(const struct heritage_event_names *f, unsigned k, unsigned *code);
+
 /* The value of qualifier q in code, and whether it was typed. */
 int heritage_qual_get(const struct heritage_qualifier *q, unsigned code, unsigned long *value);
 /* code with qualifier q set to value (no checks). */
