@@ -1,16 +1,20 @@
 /*
  * Unit tests of the alpha21064 model (src/alpha): event tables and names,
  * counter carries and residue, selections and conflicts, thresholds,
- * interrupt frames, the x86 instruction classes, and the single-step backend
- * on assembly loops whose instruction mix is known exactly.
+ * interrupt frames, the x86 instruction classes, an event set's bookkeeping,
+ * thresholds and delivery accounting (alpha_set.c), and the single-step
+ * backend on assembly loops whose instruction mix is known exactly.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "alpha/alpha_events.h"
 #include "alpha/alpha_model.h"
+#include "alpha/alpha_set.h"
 #include "alpha/alpha_sw.h"
 #include "common/heritage_error.h"
+#include "common/heritage_probe.h"
+#include "papi_heritage.h"
 #include "watch/watch_step.h"
 #include "watch/watch_x86.h"
 
@@ -19,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -515,6 +520,186 @@ START_TEST(sw_signals_and_restart)
 }
 END_TEST
 
+/* ---- an event set (alpha_set.c) ------------------------------------------ */
+
+static struct {
+	unsigned calls, pos[8];
+	uint64_t pc[8];
+	int frame_rc;
+	struct papi_heritage_alpha21064_frame frame;
+} disp;
+
+static void record_dispatch(void *arg, unsigned pos, uint64_t pc, ucontext_t *uc)
+{
+	(void)uc;
+	ck_assert_ptr_eq(arg, &disp);
+	if (disp.calls < 8) {
+		disp.pos[disp.calls] = pos;
+		disp.pc[disp.calls] = pc;
+	}
+	disp.calls++;
+	disp.frame_rc = alpha_set_frame(&disp.frame);
+}
+
+static int single_step_works(void)
+{
+	const struct heritage_probe_result *r = heritage_probe(HERITAGE_MECH_SINGLE_STEP);
+	if (r->state != HERITAGE_PROBE_WORKS)
+		fprintf(stderr, "alpha_set tests of the software backend skipped: single_step: %s\n", r->evidence);
+	return r->state == HERITAGE_PROBE_WORKS;
+}
+
+START_TEST(set_bookkeeping_and_threshold)
+{
+	struct alpha_set *s = calloc(1, sizeof *s);
+	alpha_set_init(s);
+	ck_assert_int_eq(s->pos_of[0], -1);
+	ck_assert_int_eq(s->pos_of[1], -1);
+	ck_assert_str_eq(alpha_set_backend_name(s), "none");
+	unsigned three[3] = { code_of("LOAD_INSNS"), code_of("STORE_INSNS"), code_of("CYCLES") };
+	ck_assert_int_eq(alpha_set_events(s, three, 3), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "two counters"));
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	if (!single_step_works()) {
+		free(s);
+		return;
+	}
+	/* Position 0 counts on counter 1 and position 1 on counter 0. */
+	unsigned two[2] = { code_of("STORE_INSNS:width=8"), code_of("LOAD_INSNS:width=12") };
+	ck_assert_int_eq(alpha_set_events(s, two, 2), 0);
+	ck_assert_str_eq(alpha_set_backend_name(s), "software");
+	ck_assert_uint_eq(s->ncodes, 2);
+	ck_assert_uint_eq(s->counter_of[0], 1);
+	ck_assert_uint_eq(s->counter_of[1], 0);
+	ck_assert_int_eq(s->pos_of[0], 1);
+	ck_assert_int_eq(s->pos_of[1], 0);
+	/* Thresholds are whole periods: 3 x 2^8 on STORE_INSNS is 3 interrupts. */
+	ck_assert_int_eq(alpha_set_threshold(s, 0, 3 * 256), 0);
+	ck_assert_int_eq(s->irq_per_call[1], 3);
+	ck_assert_int_eq(alpha_set_threshold(s, 1, 4096), 0);
+	ck_assert_int_eq(s->irq_per_call[0], 1);
+	ck_assert_int_eq(alpha_set_threshold(s, 0, 100), -EINVAL);
+	ck_assert_int_eq(alpha_set_threshold(s, 2, 256), -EINVAL);
+	ck_assert_int_eq(alpha_set_threshold(s, 1, 0), 0);
+	ck_assert_int_eq(s->irq_per_call[0], 0);
+	/* PAPI_read: interrupts x 2^width, in set order. */
+	s->run.interrupts[1] = 5;
+	s->run.interrupts[0] = 2;
+	alpha_set_read(s);
+	ck_assert_int_eq(s->values[0], 5 * 256);
+	ck_assert_int_eq(s->values[1], 2 * 4096);
+	alpha_set_reset(s);
+	alpha_set_read(s);
+	ck_assert_int_eq(s->values[0], 0);
+	ck_assert_int_eq(s->values[1], 0);
+	/* New events drop the thresholds (PAPI applies them again). */
+	ck_assert_int_eq(alpha_set_events(s, two, 1), 0);
+	ck_assert_int_eq(s->irq_per_call[1], 0);
+	ck_assert_int_eq(s->pos_of[0], -1);
+	ck_assert_int_eq(alpha_set_events(s, two, 0), 0);
+	ck_assert_str_eq(alpha_set_backend_name(s), "none");
+	alpha_set_cleanup(s);
+	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	free(s);
+}
+END_TEST
+
+START_TEST(set_delivery_accounting)
+{
+	struct alpha_set *s = calloc(1, sizeof *s);
+	struct papi_heritage_alpha21064_stats before, after;
+	alpha_set_init(s);
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	if (!single_step_works()) {
+		free(s);
+		return;
+	}
+	unsigned two[2] = { code_of("STORE_INSNS:width=8"), code_of("LOAD_INSNS:width=12") };
+	ck_assert_int_eq(alpha_set_events(s, two, 2), 0);
+	ck_assert_int_eq(alpha_set_threshold(s, 0, 3 * 256), 0); /* counter 1: every 3rd interrupt */
+	s->dispatch = record_dispatch;
+	s->dispatch_arg = &disp;
+	memset(&disp, 0, sizeof disp);
+	alpha_set_stats(&before);
+	/* 7 interrupts on counter 1: handler calls after the 3rd and the 6th,
+	 * one pending; counter 0 has no handler: counted by the OS only. */
+	for (unsigned i = 1; i <= 7; i++)
+		alpha_set_deliver(s, 1, 0x1000 + i, NULL);
+	alpha_set_deliver(s, 0, 0x2000, NULL);
+	alpha_set_stats(&after);
+	ck_assert_uint_eq(disp.calls, 2);
+	ck_assert_uint_eq(disp.pos[0], 0);
+	ck_assert_uint_eq(disp.pc[0], 0x1003);
+	ck_assert_uint_eq(disp.pc[1], 0x1006);
+	ck_assert_uint_eq(s->irq_pending[1], 1);
+	ck_assert_uint_eq(after.deliveries - before.deliveries, 2);
+	ck_assert_uint_ge(after.delivery_ticks, before.delivery_ticks);
+	/* The frame inside the handler: DIGITAL UNIX's a0 = 4 (osfint$c_perf),
+	 * a1 = 0x650 (scb$v_perfmon), a2 = the counter; none outside. */
+	ck_assert_int_eq(disp.frame_rc, 0);
+	ck_assert_int_eq(disp.frame.os, PAPI_HERITAGE_ALPHA_OS_UNIX);
+	ck_assert_int_eq(disp.frame.counter, 1);
+	ck_assert_uint_eq(disp.frame.pc, 0x1006);
+	ck_assert_int_eq(disp.frame.a0, 4);
+	ck_assert_int_eq(disp.frame.a1, 0x650);
+	ck_assert_int_eq(disp.frame.a2, 1);
+	struct papi_heritage_alpha21064_frame f;
+	ck_assert_int_eq(alpha_set_frame(&f), -EINVAL);
+	/* start zeroes what is pending. */
+	s->irq_pending[1] = 2;
+	struct alpha_cpu cpu;
+	memset(&cpu, 0, sizeof cpu);
+	ck_assert_int_eq(alpha_set_start(s, &cpu), 0);
+	ck_assert_int_eq(alpha_set_stop(s), 0);
+	ck_assert_uint_eq(s->irq_pending[1], 0);
+	alpha_set_cleanup(s);
+	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	free(s);
+}
+END_TEST
+
+START_TEST(set_knobs_and_sources)
+{
+	unsetenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
+	ck_assert_uint_eq(alpha_set_nominal_hz(), 200ull * 1000 * 1000); /* the 21064-AA */
+	setenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ", "150", 1);
+	ck_assert_uint_eq(alpha_set_nominal_hz(), 150ull * 1000 * 1000);
+	unsetenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
+
+	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_UNIX);
+	ck_assert_int_eq(alpha_set_os(2), 0);
+	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_VMS);
+	ck_assert_int_eq(alpha_set_os(9), -EINVAL);
+	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_VMS);
+	setenv("PAPI_HERITAGE_ALPHA21064_OS", "nt", 1);
+	alpha_set_os_from_env();
+	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_NT);
+	unsetenv("PAPI_HERITAGE_ALPHA21064_OS");
+	ck_assert_int_eq(alpha_set_os(1), 0);
+
+	const struct alpha_event *cycles = alpha_event_of(code_of("CYCLES"));
+	const struct alpha_event *loads = alpha_event_of(code_of("LOAD_INSNS"));
+	const struct alpha_event *pal = alpha_event_of(code_of("PAL_MODE"));
+	const struct alpha_event *dcache = alpha_event_of(code_of("DCACHE_MISSES"));
+	/* Single-stepping: the seed's sources (CYCLES modelled). */
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MODELLED);
+	ck_assert_int_eq(alpha_set_event_source(loads), HERITAGE_MEASURED);
+	ck_assert_int_eq(alpha_set_event_source(dcache), HERITAGE_UNAVAILABLE);
+	/* The core PMU: a host event counts it, or nothing does. */
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MEASURED);
+	ck_assert_int_eq(alpha_set_event_source(dcache), HERITAGE_MEASURED);
+	ck_assert_int_eq(alpha_set_event_source(pal), HERITAGE_UNAVAILABLE);
+	/* A value no backend has: software's sources, quietly. */
+	heritage_fail(-EPERM, "the test's own last error");
+	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu", 1);
+	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MODELLED);
+	ck_assert_str_eq(heritage_last_error(), "the test's own last error");
+	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+}
+END_TEST
+
 static Suite *alpha_suite(void)
 {
 	Suite *s = suite_create("alpha21064");
@@ -528,6 +713,12 @@ static Suite *alpha_suite(void)
 	tcase_add_test(model, frames_per_os);
 	tcase_add_test(model, x86_classes);
 	suite_add_tcase(s, model);
+	TCase *set = tcase_create("event set");
+	tcase_set_timeout(set, 60);
+	tcase_add_test(set, set_bookkeeping_and_threshold);
+	tcase_add_test(set, set_delivery_accounting);
+	tcase_add_test(set, set_knobs_and_sources);
+	suite_add_tcase(s, set);
 	TCase *sw = tcase_create("software backend");
 	tcase_set_timeout(sw, 60);
 	tcase_add_test(sw, sw_loads_exact);
