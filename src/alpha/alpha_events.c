@@ -2,13 +2,9 @@
  * The 21064 event tables (facilities.md 2(a)) and the names users type.
  */
 #include "alpha/alpha_events.h"
-#include "common/heritage_error.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 
 #define NO_PAL "the software backend runs no PALcode and cannot see the host's firmware or SMM time"
 #define NO_PIN "the 21064 external pin has no counterpart here (its meaning on 21066/21068 is not even documented)"
