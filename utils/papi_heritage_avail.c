@@ -13,11 +13,13 @@
  *  - Heritage components (papi_heritage_is_component()) answer for their own
  *    events through papi_heritage_event_facts().  Every other component is
  *    classified only from what PAPI itself establishes: its enumeration
- *    modifiers (classify_by_enumeration()) and, with -c, trials through the
- *    public API (run_trials()).  A capability or source that cannot be
- *    established is not claimed.
+ *    modifiers (classify_by_enumeration(), utils/avail/events.c) and, with
+ *    -c, trials through the public API (run_trials(), utils/avail/trials.c).
+ *    A capability or source that cannot be established is not claimed.
  *
- * Only <papi.h> and <papi_heritage.h> are used.  See papi_heritage_avail(1).
+ * This file walks the components and holds main(); the other pieces are in
+ * utils/avail/ (avail.h says which does what).  Only <papi.h> and
+ * <papi_heritage.h> are used.  See papi_heritage_avail(1).
  */
 #include <stdio.h>
 #include <stdlib.h>
