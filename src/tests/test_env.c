@@ -1,0 +1,95 @@
+/*
+ * Unit tests of src/common/heritage_env.c: PAPI_HERITAGE_<COMPONENT>_<KNOB>
+ * is looked up uppercased, empty counts as unset, and the value is read at
+ * each call (the man pages promise a knob can change between PAPI_start
+ * calls of one process).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/heritage_env.h"
+
+START_TEST(unset_and_empty_are_null)
+{
+	unsetenv("PAPI_HERITAGE_ITANIUM2_MODE");
+	ck_assert_ptr_null(heritage_env("itanium2", "mode"));
+	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "", 1);
+	ck_assert_ptr_null(heritage_env("itanium2", "mode"));
+}
+END_TEST
+
+START_TEST(name_is_uppercased_whatever_the_caller_spells)
+{
+	setenv("PAPI_HERITAGE_PARAGON_RPM_MAP", "0", 1);
+	ck_assert_str_eq(heritage_env("paragon_rpm", "map"), "0");
+	ck_assert_str_eq(heritage_env("PARAGON_RPM", "MAP"), "0");
+	ck_assert_str_eq(heritage_env("Paragon_Rpm", "Map"), "0");
+	/* Only the name is uppercased, never the value. */
+	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "PageTrap", 1);
+	ck_assert_str_eq(heritage_env("itanium2", "backend"), "PageTrap");
+	/* A lowercase variable is another variable. */
+	unsetenv("PAPI_HERITAGE_ALPHA21064_X");
+	setenv("papi_heritage_alpha21064_x", "1", 1);
+	ck_assert_ptr_null(heritage_env("alpha21064", "x"));
+}
+END_TEST
+
+START_TEST(value_is_read_at_each_call)
+{
+	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "coarse", 1);
+	ck_assert_str_eq(heritage_env("itanium2", "mode"), "coarse");
+	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
+	ck_assert_str_eq(heritage_env("itanium2", "mode"), "exact");
+	unsetenv("PAPI_HERITAGE_ITANIUM2_MODE");
+	ck_assert_ptr_null(heritage_env("itanium2", "mode"));
+}
+END_TEST
+
+/* The name is built in 128 bytes: "PAPI_HERITAGE_" (14) + component + "_" +
+ * knob must stay under 128 with its NUL; a longer one is never found (not
+ * truncated into some other variable's name). */
+START_TEST(names_longer_than_the_buffer_are_not_found)
+{
+	char comp[101], knob[14], name[160];
+
+	memset(comp, 'c', 100);
+	comp[100] = '\0';
+	memset(knob, 'k', 12);
+	knob[12] = '\0';
+	/* 14 + 100 + 1 + 12 = 127 characters: fits. */
+	memcpy(name, "PAPI_HERITAGE_", 14);
+	memset(name + 14, 'C', 100);
+	name[114] = '_';
+	memset(name + 115, 'K', 12);
+	name[127] = '\0';
+	ck_assert_uint_eq(strlen(name), 127);
+	setenv(name, "fits", 1);
+	ck_assert_str_eq(heritage_env(comp, knob), "fits");
+
+	/* 128 characters: does not. */
+	knob[12] = 'k';
+	knob[13] = '\0';
+	strcat(name, "K");
+	ck_assert_uint_eq(strlen(name), 128);
+	setenv(name, "too long", 1);
+	ck_assert_ptr_null(heritage_env(comp, knob));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("env");
+	TCase *tc = tcase_create("heritage_env");
+	tcase_add_test(tc, unset_and_empty_are_null);
+	tcase_add_test(tc, name_is_uppercased_whatever_the_caller_spells);
+	tcase_add_test(tc, value_is_read_at_each_call);
+	tcase_add_test(tc, names_longer_than_the_buffer_are_not_found);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
