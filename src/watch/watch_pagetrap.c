@@ -57,6 +57,7 @@
 #include "common/heritage_probe.h"
 #include "watch.h"
 #include "watch_pagetrap.h"
+#include "watch_pages.h"
 #include "watch_park.h"
 #include "watch_bounce.h"
 #include "watch_signal.h"
@@ -87,10 +88,8 @@
 #define PAGE_UP(a) (((uintptr_t)(a) + PAGE - 1) & ~(PAGE - 1))
 
 #define PT_MAX_SESSIONS 64
-#define PT_MAX_RUNS 256
 #define PT_MAX_OPEN 64
 #define PT_RETRY_SLOTS 64
-#define PT_MAPS_BUF 16384
 
 #define WATCH_EFLAGS_TF 0x100ull
 #define PF_WRITE 0x2ull
@@ -140,21 +139,9 @@ struct pt_cstep {
 };
 
 struct pt_state {
-	/* The window lock: tid of the holder, 0 when free; futex word. */
-	_Atomic int lock_owner;
-	int lock_depth;
-	_Atomic int lock_waiters;
-
 	int ready;
 	int installed;
 
-	_Atomic uint32_t runs_seq; /* odd while runs[] changes (readers retry) */
-	_Atomic unsigned nruns;
-	struct watch_run runs[PT_MAX_RUNS];
-	/* Code pages we made non-executable (prot: the protection to give back);
-	 * same seqlock as runs[]. */
-	_Atomic unsigned ncruns;
-	struct watch_run cruns[PT_MAX_RUNS];
 	struct pt_slot slots[PT_MAX_SESSIONS];
 	struct pt_window win;
 	struct pt_cstep cstep;
@@ -162,7 +149,6 @@ struct pt_state {
 
 	/* A fault on a page we unprotected after the fault happened looks like the
 	 * application's own: it is retried once before it is passed on. */
-	_Atomic uint64_t unprotect_epoch;
 	struct {
 		int tid;
 		uintptr_t rip, addr;
@@ -172,8 +158,6 @@ struct pt_state {
 
 	_Atomic uint64_t faults, int3_steps, tf_steps, undecoded;
 	_Atomic uint64_t code_entries, code_steps;
-
-	char maps[PT_MAPS_BUF];
 };
 
 #define PT_STATE_BYTES ((sizeof(struct pt_state) + PAGE - 1) / PAGE * PAGE)
@@ -201,142 +185,6 @@ static void set_why(char *why, size_t len, const char *fmt, ...)
 static int mem_fd(void)
 {
 	return watch_signal_mem_fd();
-}
-
-/* ---- the window lock ------------------------------------------------------ */
-
-static long futex_word(_Atomic int *word, int op, int val, const struct timespec *ts)
-{
-	return watch_sys6(SYS_futex, (long)word, op, val, (long)ts, 0, 0);
-}
-
-/* Recursive for its holder: a holder that faults (its caller's session struct
- * on a watched page, say) opens a nested window instead of deadlocking.
- * Waiters sleep on a futex and can be parked while they wait. */
-static void lock_acquire(int self)
-{
-	if (atomic_load(&pt->lock_owner) == self) {
-		pt->lock_depth++;
-		return;
-	}
-	for (unsigned spins = 0;; spins++) {
-		int expected = 0;
-		if (atomic_compare_exchange_strong(&pt->lock_owner, &expected, self))
-			break;
-		if (spins < 64) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		atomic_fetch_add(&pt->lock_waiters, 1);
-		struct timespec ts = { 0, 1000 * 1000 };
-		futex_word(&pt->lock_owner, FUTEX_WAIT_PRIVATE, expected, &ts);
-		atomic_fetch_sub(&pt->lock_waiters, 1);
-	}
-	pt->lock_depth = 1;
-}
-
-static void lock_release(void)
-{
-	if (--pt->lock_depth > 0)
-		return;
-	atomic_store(&pt->lock_owner, 0);
-	if (atomic_load(&pt->lock_waiters))
-		futex_word(&pt->lock_owner, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
-/* From ordinary code: asynchronous signals stay blocked while the lock is held,
- * so no application handler can run (and fault) inside it.  The park signal is
- * left open so that a holder of the lock elsewhere can park us while we wait. */
-static uint64_t thread_lock(void)
-{
-	uint64_t old = 0;
-	watch_change_thread_mask(SIG_BLOCK, pt->async_mask & ~watch_sigbit(watch_park_signal()), &old);
-	watch_change_thread_mask(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), NULL);
-	lock_acquire(watch_sys_gettid());
-	return old;
-}
-
-static void thread_unlock(uint64_t old_mask)
-{
-	lock_release();
-	watch_set_thread_mask(old_mask, NULL);
-}
-
-/* ---- protected runs ------------------------------------------------------- */
-
-/* The run list of data pages (code = 0) or of code pages (code = 1), and the
- * protection a closed run of it has: data pages fault on every access, code
- * pages only on instruction fetches (they stay readable). */
-static struct watch_run *runs_of(int code, _Atomic unsigned **n)
-{
-	*n = code ? &pt->ncruns : &pt->nruns;
-	return code ? pt->cruns : pt->runs;
-}
-
-static const struct watch_run *run_in(int code, uintptr_t addr)
-{
-	_Atomic unsigned *count;
-	const struct watch_run *runs = runs_of(code, &count);
-	unsigned n = atomic_load(count);
-	for (unsigned i = 0; i < n; i++)
-		if (addr >= runs[i].lo && addr < runs[i].hi)
-			return &runs[i];
-	return NULL;
-}
-
-static const struct watch_run *run_at(uintptr_t addr)
-{
-	return run_in(0, addr);
-}
-
-static const struct watch_run *code_run_at(uintptr_t addr)
-{
-	return run_in(1, addr);
-}
-
-/* Without the lock (seqlock read): is addr on a page we protect (data) or
- * made non-executable (code)? */
-static int protected_in(int code, uintptr_t addr)
-{
-	for (;;) {
-		uint32_t seq = atomic_load(&pt->runs_seq);
-		if (seq & 1)
-			continue;
-		int hit = run_in(code, addr) != NULL;
-		if (atomic_load(&pt->runs_seq) == seq)
-			return hit;
-	}
-}
-
-/* Copy of the runs of one list overlapping [lo, hi), consistent with one
- * another (seqlock read). */
-static unsigned runs_overlapping_in(int code, uintptr_t lo, uintptr_t hi, struct watch_run *out, unsigned max)
-{
-	_Atomic unsigned *count;
-	const struct watch_run *runs = runs_of(code, &count);
-	for (;;) {
-		uint32_t seq = atomic_load(&pt->runs_seq);
-		if (seq & 1)
-			continue;
-		unsigned n = atomic_load(count), k = 0;
-		for (unsigned i = 0; i < n && k < max && i < PT_MAX_RUNS; i++)
-			if (runs[i].lo < hi && runs[i].hi > lo)
-				out[k++] = runs[i];
-		if (atomic_load(&pt->runs_seq) == seq)
-			return k;
-	}
-}
-
-static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct watch_run *out, unsigned max)
-{
-	return runs_overlapping_in(0, lo, hi, out, max);
-}
-
-/* Without the lock: does [lo, hi) touch any of our code pages? */
-static int code_runs_overlap(uintptr_t lo, uintptr_t hi)
-{
-	struct watch_run first;
-	return runs_overlapping_in(1, lo, hi, &first, 1) > 0;
 }
 
 /* ---- counting ------------------------------------------------------------- */
@@ -448,9 +296,10 @@ static int already_open(uintptr_t lo, uintptr_t hi)
 static void open_bytes(uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t plo = PAGE_DOWN(lo), phi = PAGE_UP(hi);
-	unsigned n = atomic_load(&pt->nruns);
+	unsigned n;
+	const struct watch_run *runs = watch_pages_runs(0, &n);
 	for (unsigned i = 0; i < n; i++) {
-		const struct watch_run *r = &pt->runs[i];
+		const struct watch_run *r = &runs[i];
 		if (r->hi <= plo || r->lo >= phi)
 			continue;
 		uintptr_t a = r->lo > plo ? r->lo : plo, b = r->hi < phi ? r->hi : phi;
@@ -490,7 +339,7 @@ static void end_window(ucontext_t *uc)
 		pt->win.parked = 0;
 		watch_park_release();
 	}
-	lock_release();
+	watch_pages_unlock();
 }
 
 /* With the lock held: count the faulting instruction's accesses, open the
@@ -571,16 +420,18 @@ static void abort_window(ucontext_t *uc)
 
 static void open_code_pages(void)
 {
-	unsigned n = atomic_load(&pt->ncruns);
+	unsigned n;
+	const struct watch_run *cruns = watch_pages_runs(1, &n);
 	for (unsigned i = 0; i < n; i++)
-		watch_sys_mprotect(pt->cruns[i].lo, pt->cruns[i].hi - pt->cruns[i].lo, pt->cruns[i].prot);
+		watch_sys_mprotect(cruns[i].lo, cruns[i].hi - cruns[i].lo, cruns[i].prot);
 }
 
 static void close_code_pages(void)
 {
-	unsigned n = atomic_load(&pt->ncruns);
+	unsigned n;
+	const struct watch_run *cruns = watch_pages_runs(1, &n);
 	for (unsigned i = 0; i < n; i++)
-		watch_sys_mprotect(pt->cruns[i].lo, pt->cruns[i].hi - pt->cruns[i].lo, pt->cruns[i].prot & ~PROT_EXEC);
+		watch_sys_mprotect(cruns[i].lo, cruns[i].hi - cruns[i].lo, cruns[i].prot & ~PROT_EXEC);
 }
 
 /* Parking is needed only for another thread's code session: whatever a thread
@@ -599,7 +450,7 @@ static int others_count_code(int self)
  * which does not fault. */
 static int peek_code(uintptr_t addr, uint8_t *buf, unsigned n)
 {
-	const struct watch_run *r = code_run_at(addr);
+	const struct watch_run *r = watch_pages_code_run_at(addr);
 	if (r && addr + n <= r->hi) {
 		watch_copy(buf, (const void *)addr, n);
 		return 0;
@@ -633,7 +484,7 @@ static void begin_code_window(int self, ucontext_t *uc)
 	c->tid = self;
 	c->parked = others_count_code(self) ? watch_park_others(self) > 0 : 0;
 	open_code_pages();
-	c->has_pending = code_run_at(rip) != NULL;
+	c->has_pending = watch_pages_code_run_at(rip) != NULL;
 	c->pending = rip;
 	c->app_had_tf = ((uint64_t)g[REG_EFL] & WATCH_EFLAGS_TF) != 0;
 	g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | WATCH_EFLAGS_TF);
@@ -660,12 +511,12 @@ static void end_code_window(ucontext_t *uc)
 		c->parked = 0;
 		watch_park_release();
 	}
-	lock_release();
+	watch_pages_unlock();
 }
 
 static int stepping_here(int self)
 {
-	return atomic_load(&pt->lock_owner) == self && pt->cstep.active && pt->cstep.tid == self;
+	return watch_pages_lock_owner() == self && pt->cstep.active && pt->cstep.tid == self;
 }
 
 /* A single-step trap while stepping: the pending instruction has completed
@@ -689,12 +540,12 @@ static void code_step(int self, ucontext_t *uc)
 		 * a syscall.  When RIP is syscall+2 the kernel did trap: nothing lost. */
 		for (int i = 0; i < 4 && is_syscall_at(done) && rip != done + 2; i++) {
 			done += 2;
-			if (!code_run_at(done))
+			if (!watch_pages_code_run_at(done))
 				break; /* it ran outside the code pages: not ours to count */
 			count_insn(self, done);
 		}
 	}
-	if (code_run_at(rip)) {
+	if (watch_pages_code_run_at(rip)) {
 		c->pending = rip;
 		c->has_pending = 1;
 		/* A sigprocmask inside the range unblocked signals: take that as the
@@ -713,7 +564,7 @@ static void code_step(int self, ucontext_t *uc)
  * now) is retried once before it is taken for the application's. */
 static int retry_stale_fault(int self, uintptr_t rip, uintptr_t addr, int code)
 {
-	if (code != SEGV_ACCERR || !atomic_load(&pt->unprotect_epoch))
+	if (code != SEGV_ACCERR || !watch_pages_unprotect_epoch())
 		return 0;
 	unsigned k = (unsigned)self % PT_RETRY_SLOTS;
 	if (pt->retry[k].tid == self && pt->retry[k].rip == rip && pt->retry[k].addr == addr) {
@@ -737,9 +588,9 @@ static enum watch_claim pagetrap_segv(struct watch_signal_event *ev, void *arg)
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	uint64_t err = (uint64_t)uc->uc_mcontext.gregs[REG_ERR];
 
-	if (si->si_code == SEGV_ACCERR && (err & PF_INSTR) && protected_in(1, addr)) {
+	if (si->si_code == SEGV_ACCERR && (err & PF_INSTR) && watch_pages_protected(1, addr)) {
 		/* An instruction fetch from watched code. */
-		if (atomic_load(&pt->lock_owner) == self && pt->win.armed)
+		if (watch_pages_lock_owner() == self && pt->win.armed)
 			abort_window(uc); /* a stepped control transfer landed here; it completed */
 		if (stepping_here(self)) {
 			open_code_pages(); /* they should be open: an mprotect failed, try again */
@@ -747,9 +598,9 @@ static enum watch_claim pagetrap_segv(struct watch_signal_event *ev, void *arg)
 		}
 		uint64_t entry_mask = 0;
 		watch_change_thread_mask(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), &entry_mask);
-		lock_acquire(self);
-		if (!code_run_at(addr)) {
-			lock_release(); /* unprotected meanwhile: just retry */
+		watch_pages_lock(self);
+		if (!watch_pages_code_run_at(addr)) {
+			watch_pages_unlock(); /* unprotected meanwhile: just retry */
 			watch_set_thread_mask(entry_mask, NULL);
 			return WATCH_MINE;
 		}
@@ -758,9 +609,9 @@ static enum watch_claim pagetrap_segv(struct watch_signal_event *ev, void *arg)
 		return WATCH_MINE;
 	}
 
-	if (atomic_load(&pt->lock_owner) == self && pt->win.armed) {
+	if (watch_pages_lock_owner() == self && pt->win.armed) {
 		/* The stepped instruction touched a page the decoder did not predict. */
-		const struct watch_run *r = si->si_code == SEGV_ACCERR ? run_at(addr) : NULL;
+		const struct watch_run *r = si->si_code == SEGV_ACCERR ? watch_pages_run_at(addr) : NULL;
 		if (r && !already_open(PAGE_DOWN(addr), PAGE_DOWN(addr) + PAGE)) {
 			if (!pt->win.counted_at_fault && !insn_covers(&pt->win.insn, addr)) {
 				int w = ((uint64_t)uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) != 0;
@@ -776,7 +627,7 @@ static enum watch_claim pagetrap_segv(struct watch_signal_event *ev, void *arg)
 			end_code_window(uc);
 		return WATCH_NOT_MINE;
 	}
-	if (si->si_code != SEGV_ACCERR || !protected_in(0, addr)) {
+	if (si->si_code != SEGV_ACCERR || !watch_pages_protected(0, addr)) {
 		if (retry_stale_fault(self, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], addr, si->si_code))
 			return WATCH_MINE;
 		/* The application's fault inside watched code: its handler may
@@ -790,9 +641,9 @@ static enum watch_claim pagetrap_segv(struct watch_signal_event *ev, void *arg)
 	/* Waiting for the lock, we must be parkable whatever the mask was. */
 	uint64_t entry_mask = 0;
 	watch_change_thread_mask(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), &entry_mask);
-	lock_acquire(self);
-	if (!run_at(addr)) {
-		lock_release(); /* unprotected meanwhile: just retry */
+	watch_pages_lock(self);
+	if (!watch_pages_run_at(addr)) {
+		watch_pages_unlock(); /* unprotected meanwhile: just retry */
 		watch_set_thread_mask(entry_mask, NULL);
 		return WATCH_MINE;
 	}
@@ -813,7 +664,7 @@ static enum watch_claim pagetrap_trap(struct watch_signal_event *ev, void *arg)
 	int self = ev->self;
 	int passed = 0;
 
-	if (atomic_load(&pt->lock_owner) == self && pt->win.armed) {
+	if (watch_pages_lock_owner() == self && pt->win.armed) {
 		if (!pt->win.use_tf && (uintptr_t)g[REG_RIP] - 1 == pt->win.patch_addr) {
 			watch_sys_pwrite(mem_fd(), &pt->win.patch_orig, 1, pt->win.patch_addr);
 			g[REG_RIP] = (greg_t)pt->win.patch_addr;
@@ -842,7 +693,7 @@ static enum watch_claim pagetrap_trap(struct watch_signal_event *ev, void *arg)
 			 * interrupt): it completed; RIP is the next instruction. */
 			count_insn(self, pt->cstep.pending);
 			pt->cstep.pending = (uintptr_t)g[REG_RIP];
-			pt->cstep.has_pending = code_run_at(pt->cstep.pending) != NULL;
+			pt->cstep.has_pending = watch_pages_code_run_at(pt->cstep.pending) != NULL;
 		}
 	}
 	return passed ? WATCH_MINE_PASS_ON : WATCH_NOT_MINE;
@@ -850,7 +701,7 @@ static enum watch_claim pagetrap_trap(struct watch_signal_event *ev, void *arg)
 
 static void pagetrap_diag(char **p, const char *end, int self)
 {
-	watch_signal_diag_hex(p, end, " lock_owner 0x", (uint64_t)atomic_load(&pt->lock_owner));
+	watch_signal_diag_hex(p, end, " lock_owner 0x", (uint64_t)watch_pages_lock_owner());
 	watch_signal_diag_hex(p, end, " win_armed ", (uint64_t)pt->win.armed);
 	watch_signal_diag_hex(p, end, " use_tf ", (uint64_t)pt->win.use_tf);
 	watch_signal_diag_hex(p, end, " patch 0x", (uint64_t)pt->win.patch_addr);
@@ -883,44 +734,27 @@ static int install_handlers(void)
 	return 0;
 }
 
-static void unprotect_everything(void)
-{
-	unsigned n = atomic_load(&pt->nruns), nc = atomic_load(&pt->ncruns);
-	atomic_fetch_add(&pt->runs_seq, 1);
-	for (unsigned i = 0; i < n; i++)
-		watch_sys_mprotect(pt->runs[i].lo, pt->runs[i].hi - pt->runs[i].lo, pt->runs[i].prot);
-	for (unsigned i = 0; i < nc; i++)
-		watch_sys_mprotect(pt->cruns[i].lo, pt->cruns[i].hi - pt->cruns[i].lo, pt->cruns[i].prot);
-	atomic_store(&pt->nruns, 0);
-	atomic_store(&pt->ncruns, 0);
-	atomic_fetch_add(&pt->runs_seq, 1);
-	if (n || nc)
-		atomic_fetch_add(&pt->unprotect_epoch, 1);
-}
-
 static uint64_t fork_saved_mask;
 
 static void atfork_prepare(void)
 {
-	fork_saved_mask = thread_lock();
+	fork_saved_mask = watch_pages_thread_lock();
 }
 
 static void atfork_parent(void)
 {
-	thread_unlock(fork_saved_mask);
+	watch_pages_thread_unlock(fork_saved_mask);
 }
 
 /* The child counts nothing and must find every page as it was. */
 static void atfork_child(void)
 {
-	unprotect_everything();
+	watch_pages_unprotect_all();
 	memset(pt->slots, 0, sizeof pt->slots);
 	pt->win.armed = 0;
 	memset(&pt->cstep, 0, sizeof pt->cstep);
 	watch_park_atfork_child();
-	pt->lock_depth = 0;
-	atomic_store(&pt->lock_owner, 0);
-	atomic_store(&pt->lock_waiters, 0);
+	watch_pages_lock_reset(1);
 	watch_set_thread_mask(fork_saved_mask, NULL);
 }
 
@@ -935,29 +769,19 @@ __attribute__((destructor)) static void pagetrap_at_exit(void)
 	uint64_t old = 0;
 	watch_set_thread_mask(pt->async_mask, &old);
 	int self = watch_sys_gettid();
-	/* Bounded: a thread stuck inside a window must not hang the exit. */
-	for (int i = 0; i < 1000; i++) {
-		int expected = 0;
-		if (atomic_load(&pt->lock_owner) == self ||
-		    atomic_compare_exchange_strong(&pt->lock_owner, &expected, self))
-			break;
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-	unprotect_everything();
+	watch_pages_lock_for_exit(self);
+	watch_pages_unprotect_all();
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++)
 		pt->slots[i].used = 0;
 	/* A code window of ours (exit called from a handler's chain) is gone. */
 	pt->cstep.active = 0;
-	atomic_store(&pt->lock_owner, 0);
-	pt->lock_depth = 0;
+	watch_pages_lock_reset(0);
 	watch_set_thread_mask(old, NULL);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 
-static unsigned runs_overlapping(uintptr_t lo, uintptr_t hi, struct watch_run *out, unsigned max);
 
 static void pagetrap_init(void)
 {
@@ -984,7 +808,7 @@ static void pagetrap_init(void)
 		init_error = err;
 		return;
 	}
-	watch_bounce_set_runs(&pt->nruns, runs_overlapping);
+	watch_bounce_set_runs(watch_pages_count(), watch_pages_overlapping);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	pt->ready = 1;
 }
@@ -996,480 +820,19 @@ static int ensure_init(void)
 }
 
 
-/* ---- /proc/self/maps ------------------------------------------------------ */
-
-struct map_entry {
-	uintptr_t lo, hi;
-	int prot;
-	const char *name; /* NUL-terminated, valid during the callback */
-};
-
-/* Calls fn for every mapping; stops when fn returns non-zero and returns
- * that value.  Reads into pt->maps: call with the lock held. */
-static int maps_for_each(int (*fn)(const struct map_entry *, void *), void *arg)
-{
-	int fd = (int)watch_sys6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0, 0);
-	if (fd < 0)
-		return fd;
-	size_t have = 0;
-	int ret = 0;
-	for (;;) {
-		long n = watch_sys3(SYS_read, fd, (long)(pt->maps + have), (long)(sizeof pt->maps - 1 - have));
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		pt->maps[have] = '\0';
-		char *line = pt->maps, *nl;
-		while ((nl = strchr(line, '\n')) != NULL) {
-			*nl = '\0';
-			struct map_entry e;
-			char perms[5] = "";
-			int name_at = 0;
-			unsigned long lo, hi;
-			if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &lo, &hi, perms, &name_at) >= 3) {
-				e.lo = lo;
-				e.hi = hi;
-				e.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-				         (perms[2] == 'x' ? PROT_EXEC : 0);
-				e.name = name_at ? line + name_at : "";
-				if ((ret = fn(&e, arg)) != 0)
-					goto out;
-			}
-			line = nl + 1;
-		}
-		have = (size_t)(pt->maps + have - line);
-		memmove(pt->maps, line, have);
-	}
-out:
-	watch_sys3(SYS_close, fd, 0, 0);
-	return ret;
-}
-
-/* ---- fits ----------------------------------------------------------------- */
-
-struct range_check {
-	uintptr_t lo, hi;  /* still to be walked: [lo, hi) */
-	uintptr_t mapped;  /* bytes of the range found mapped so far */
-	const char *problem;
-};
-
-/* The part [*a, *b) of mapping e that lies in what c has still to walk, and
- * c advanced past it: 1 if there is such a part, 0 if e lies below it, -1 if
- * e lies beyond it (the walk is over).  The pages between the last mapping
- * and e are skipped: unmapped pages hold nothing to count, and
- * protect_pages() protects only what is mapped.  A coarse Itanium cover can
- * reach past the end of .bss or of the heap into a hole: PAPI's own
- * data_range, retargeted at itanium2, was refused so in about 1 run in 8 that
- * reached its last static array (address-space randomisation decides). */
-static int clip_mapping(const struct map_entry *e, struct range_check *c, uintptr_t *a, uintptr_t *b)
-{
-	if (e->hi <= c->lo)
-		return 0;
-	if (e->lo >= c->hi)
-		return -1;
-	*a = e->lo > c->lo ? e->lo : c->lo;
-	*b = e->hi < c->hi ? e->hi : c->hi;
-	c->mapped += *b - *a;
-	c->lo = *b;
-	return 1;
-}
-
-/* Pages PROT_NONE only because another session watches them. */
-static int pages_are_ours(uintptr_t lo, uintptr_t hi)
-{
-	while (lo < hi) {
-		const struct watch_run *r = run_at(lo);
-		if (!r)
-			return 0;
-		lo = r->hi;
-	}
-	return 1;
-}
-
-static int check_mapping(const struct map_entry *e, void *arg)
-{
-	struct range_check *c = arg;
-	uintptr_t a, b;
-	int in = clip_mapping(e, c, &a, &b);
-	if (in <= 0)
-		return in < 0;
-	if (!(e->prot & (PROT_READ | PROT_WRITE)) && !pages_are_ours(a, b))
-		c->problem = "is not accessible (PROT_NONE)";
-	else if ((e->prot & PROT_EXEC) || code_runs_overlap(a, b))
-		c->problem = "lies in executable pages (code cannot be watched as data by page protection)";
-	else if (strstr(e->name, "libcapstone") || !strcmp(e->name, "[vvar]") || !strcmp(e->name, "[vdso]") ||
-	         !strcmp(e->name, "[vsyscall]") || !strncmp(e->name, "[vvar", 5))
-		c->problem = "lies in memory the page-trap engine itself uses";
-	return c->problem != NULL || c->lo >= c->hi;
-}
-
-static int overlaps_pages(uintptr_t lo, uintptr_t hi, uintptr_t olo, uintptr_t ohi)
-{
-	return PAGE_DOWN(lo) < PAGE_UP(ohi) && PAGE_UP(hi) > PAGE_DOWN(olo);
-}
-
-/* Code the handlers and the stepping itself run: the signal trampoline
- * (__restore_rt) our handlers return through, capstone and what it calls,
- * the loader's lazy binding, the vDSO.  Watching any of it would fault inside
- * the handler or step the engine through itself. */
-static int is_runtime_object(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || !strncmp(base, "ld-linux", 8) ||
-	       !strncmp(base, "ld-", 3) || !strncmp(base, "libcapstone", 11) || !strncmp(base, "libpthread", 10) ||
-	       !strcmp(base, "[vdso]") || !strcmp(base, "[vsyscall]") || !strncmp(base, "[vvar", 5);
-}
-
-static int check_code_mapping(const struct map_entry *e, void *arg)
-{
-	struct range_check *c = arg;
-	uintptr_t a, b;
-	int in = clip_mapping(e, c, &a, &b);
-	if (in <= 0)
-		return in < 0;
-	if (is_runtime_object(e->name))
-		c->problem = "lies in the C library, the dynamic loader, capstone or the vDSO, which the page-trap "
-		             "engine's handlers run through; watch the application's own code";
-	else if (!(e->prot & PROT_EXEC) && !code_runs_overlap(a, b))
-		c->problem = "is not executable";
-	return c->problem != NULL || c->lo >= c->hi;
-}
-
-/* The loaded object (executable or shared library) holding addr: its PT_LOAD
- * segments, page-rounded, as [lo, hi) of the whole image. */
-struct object_span {
-	uintptr_t addr, lo, hi;
-	const char *name;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct object_span *o = arg;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	int mine = 0;
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		mine |= o->addr >= a && o->addr < b;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-	}
-	if (!mine)
-		return 0;
-	o->lo = PAGE_DOWN(lo);
-	o->hi = PAGE_UP(hi);
-	o->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the main program";
-	return 1;
-}
-
-/* The mapped pages of [lo, hi) must pass check (one of the check_*mapping
- * functions); their bytes are added to *mapped.  0, or -errno with the
- * reason in why.  Unmapped pages are no error here: whether anything at all
- * is mapped is the caller's question (no_page_mapped), asked of the whole
- * request, since the intervals of one coarse cover can lie one in .bss and
- * the next wholly in the hole beyond it. */
-static int check_pages(int (*check)(const struct map_entry *, void *), const char *kind, unsigned i, uintptr_t lo,
-                       uintptr_t hi, uintptr_t *mapped, char *why, size_t len)
-{
-	struct range_check c = { PAGE_DOWN(lo), PAGE_UP(hi), 0, NULL };
-	uint64_t old = thread_lock();
-	int r = maps_for_each(check, &c);
-	thread_unlock(old);
-	if (r < 0) {
-		set_why(why, len, "pagetrap: cannot read /proc/self/maps (%s)", strerror(-r));
-		return r;
-	}
-	if (c.problem) {
-		set_why(why, len, "pagetrap: %s range %u [%#lx, %#lx) %s", kind, i, (unsigned long)lo, (unsigned long)hi,
-		        c.problem);
-		return -EINVAL;
-	}
-	*mapped += c.mapped;
-	return 0;
-}
-
-/* A request none of whose pages is mapped watches nothing: that is a wrong
- * address, not a cover reaching into a hole. */
-static int no_page_mapped(const char *kind, const struct watch_interval *iv, unsigned n, char *why, size_t len)
-{
-	if (n == 1)
-		set_why(why, len, "pagetrap: %s range 0 [%#lx, %#lx) is not mapped", kind, (unsigned long)iv[0].start,
-		        (unsigned long)iv[0].end);
-	else
-		set_why(why, len, "pagetrap: none of the %u %s ranges [%#lx, %#lx) ... [%#lx, %#lx) is mapped", n, kind,
-		        (unsigned long)iv[0].start, (unsigned long)iv[0].end, (unsigned long)iv[n - 1].start,
-		        (unsigned long)iv[n - 1].end);
-	return -EINVAL;
-}
-
-static int check_code_ranges(const struct watch_request *req, char *why, size_t len)
-{
-	/* The engine's own object (libpapi.so, or a program linked with
-	 * libheritage.a): the handlers, the interposed libc entry points and
-	 * their PLT run there.  And libc wherever it is loaded from. */
-	struct object_span own = { (uintptr_t)(void *)&check_code_ranges, 0, 0, NULL };
-	struct object_span libc = { (uintptr_t)(void *)&getpid, 0, 0, NULL };
-	dl_iterate_phdr(find_object, &own);
-	dl_iterate_phdr(find_object, &libc);
-	uintptr_t mapped = 0;
-
-	for (unsigned i = 0; i < req->ncode; i++) {
-		uintptr_t lo = req->code_pair[i].start, hi = req->code_pair[i].end;
-		if (hi <= lo) {
-			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) is empty or reversed", i,
-			        (unsigned long)lo, (unsigned long)hi);
-			return -EINVAL;
-		}
-		if (own.name && overlaps_pages(lo, hi, own.lo, own.hi)) {
-			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) lies in %s, which holds the page-trap "
-			        "engine itself (its handlers would step through themselves); watch code in another "
-			        "object", i, (unsigned long)lo, (unsigned long)hi, own.name);
-			return -EINVAL;
-		}
-		if (libc.name && overlaps_pages(lo, hi, libc.lo, libc.hi)) {
-			set_why(why, len, "pagetrap: code range %u [%#lx, %#lx) lies in the C library (%s), which the "
-			        "page-trap engine's handlers return through; watch the application's own code", i,
-			        (unsigned long)lo, (unsigned long)hi, libc.name);
-			return -EINVAL;
-		}
-		int r = check_pages(check_code_mapping, "code", i, lo, hi, &mapped, why, len);
-		if (r)
-			return r;
-	}
-	return mapped ? 0 : no_page_mapped("code", req->code_pair, req->ncode, why, len);
-}
-
 static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
 {
-	if (!req) {
-		set_why(why, len, "pagetrap: no request");
-		return -EINVAL;
-	}
-	if (req->want_code) {
-		if (req->want_data) {
-			/* Data windows and code windows would both own TF and the pages'
-			 * protection on the same instructions; combining them (IBR+DBR,
-			 * data_by_code) is not done. */
-			set_why(why, len, "pagetrap: data accesses and instructions cannot be counted in the same event "
-			                  "set by this backend; count them in two event sets");
-			return -ENOTSUP;
-		}
-		if (req->ncode == 0) {
-			set_why(why, len, "pagetrap: instruction counting needs an instruction address range");
-			return -ENOTSUP;
-		}
-		if (req->ncode > WATCH_CODE_PAIRS) {
-			set_why(why, len, "pagetrap: at most %d code ranges", WATCH_CODE_PAIRS);
-			return -EINVAL;
-		}
-		int err = ensure_init();
-		if (err) {
-			set_why(why, len, "pagetrap: cannot start the engine (%s)", strerror(-err));
-			return err;
-		}
-		return check_code_ranges(req, why, len);
-	}
-	if (!req->want_data) {
-		set_why(why, len, "pagetrap: the request asks for no data accesses");
-		return -EINVAL;
-	}
-	if (req->data_all || req->ndata == 0) {
-		set_why(why, len, "pagetrap: watching all memory needs the instrument backend; give address ranges");
-		return -ENOTSUP;
-	}
-	if (req->ndata > WATCH_MAX_INTERVALS) {
-		set_why(why, len, "pagetrap: at most %d data ranges", WATCH_MAX_INTERVALS);
-		return -EINVAL;
-	}
-	int err = ensure_init();
-	if (err) {
-		set_why(why, len, "pagetrap: cannot start the engine (%s)", strerror(-err));
-		return err;
-	}
-
-	/* The decoder's, the parker's, the signal engine's (its state, its
-	 * signal stacks, every client's state: the page-trap backend's own among
-	 * them) and the thread control block (stack protector canary): the
-	 * handlers' path reads all of them, and libc's single-thread flag. */
-	uintptr_t own[3 + 2 + WATCH_SIGNAL_MAX_CLIENTS][2];
-	unsigned nown = 0;
-	watch_x86_state_range(&own[nown][0], &own[nown][1]);
-	nown++;
-	watch_park_state_range(&own[nown][0], &own[nown][1]);
-	nown++;
-	uint64_t fs = 0;
-	watch_sys3(SYS_arch_prctl, ARCH_GET_FS, (long)&fs, 0);
-	own[nown][0] = (uintptr_t)fs;
-	own[nown][1] = (uintptr_t)fs + 64;
-	nown++;
-	while (nown < sizeof own / sizeof own[0] && watch_signal_state_range(nown - 3, &own[nown][0], &own[nown][1]))
-		nown++;
-
-	uintptr_t mapped = 0;
-	for (unsigned i = 0; i < req->ndata; i++) {
-		uintptr_t lo = req->data[i].start, hi = req->data[i].end;
-		if (hi <= lo) {
-			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) is empty or reversed", i,
-			        (unsigned long)lo, (unsigned long)hi);
-			return -EINVAL;
-		}
-		for (unsigned k = 0; k < nown; k++) {
-			if (overlaps_pages(lo, hi, own[k][0], own[k][1])) {
-				set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) shares pages with the engine's own "
-				        "state; watch a different range", i, (unsigned long)lo, (unsigned long)hi);
-				return -EINVAL;
-			}
-		}
-		if (overlaps_pages(lo, hi, (uintptr_t)&__libc_single_threaded,
-		                   (uintptr_t)&__libc_single_threaded + 1)) {
-			set_why(why, len, "pagetrap: data range %u shares a page with the C library's state", i);
-			return -EINVAL;
-		}
-		int r = check_pages(check_mapping, "data", i, lo, hi, &mapped, why, len);
-		if (r)
-			return r;
-	}
-	return mapped ? 0 : no_page_mapped("data", req->data, req->ndata, why, len);
+	return watch_pagetrap_fits(req, ensure_init, why, len);
 }
 
 /* ---- start / stop --------------------------------------------------------- */
-
-static int cmp_interval(const void *a, const void *b)
-{
-	const struct watch_interval *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static unsigned merge_intervals(struct watch_interval *iv, unsigned n)
-{
-	qsort(iv, n, sizeof *iv, cmp_interval);
-	unsigned k = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (k && iv[i].start <= iv[k - 1].end) {
-			if (iv[i].end > iv[k - 1].end)
-				iv[k - 1].end = iv[i].end;
-		} else {
-			iv[k++] = iv[i];
-		}
-	}
-	return k;
-}
-
-static int cmp_run(const void *a, const void *b)
-{
-	const struct watch_run *x = a, *y = b;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* New runs for the pages in [lo, hi) not yet protected, with the protection
- * /proc/self/maps gives them now. */
-struct gap_fill {
-	uintptr_t lo, hi;
-	struct watch_run *out;
-	unsigned n, max;
-};
-
-static int collect_gap(const struct map_entry *e, void *arg)
-{
-	struct gap_fill *f = arg;
-	if (e->hi <= f->lo)
-		return 0;
-	if (e->lo >= f->hi)
-		return 1;
-	if (f->n >= f->max)
-		return -ENOSPC;
-	uintptr_t a = e->lo > f->lo ? e->lo : f->lo, b = e->hi < f->hi ? e->hi : f->hi;
-	f->out[f->n++] = (struct watch_run){ a, b, e->prot };
-	return 0;
-}
-
-/* A closed run's protection (see runs_of). */
-static int closed_prot(int code, int prot)
-{
-	return code ? prot & ~PROT_EXEC : PROT_NONE;
-}
-
-/* Installs the sorted, coalesced run list `runs` (n entries) as pt->runs
- * (or pt->cruns). */
-static int publish_runs(int code, struct watch_run *runs, unsigned n)
-{
-	qsort(runs, n, sizeof *runs, cmp_run);
-	unsigned k = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (k && runs[k - 1].hi == runs[i].lo && runs[k - 1].prot == runs[i].prot)
-			runs[k - 1].hi = runs[i].hi;
-		else
-			runs[k++] = runs[i];
-	}
-	if (k > PT_MAX_RUNS)
-		return -ENOSPC;
-	_Atomic unsigned *np;
-	struct watch_run *dst = runs_of(code, &np);
-	atomic_fetch_add(&pt->runs_seq, 1);
-	memcpy(dst, runs, k * sizeof *runs);
-	atomic_store(np, k);
-	atomic_fetch_add(&pt->runs_seq, 1);
-	return 0;
-}
-
-static int protect_pages(int code, const struct watch_interval *iv, unsigned nint)
-{
-	static struct watch_run next[2 * PT_MAX_RUNS]; /* under the lock */
-	_Atomic unsigned *np;
-	const struct watch_run *cur = runs_of(code, &np);
-	unsigned n = atomic_load(np);
-	memcpy(next, cur, n * sizeof *next);
-	unsigned first_new = n;
-	for (unsigned k = 0; k < nint; k++) {
-		uintptr_t lo = PAGE_DOWN(iv[k].start), hi = PAGE_UP(iv[k].end);
-		/* Walk [lo, hi) and fill what no existing run covers. */
-		while (lo < hi) {
-			uintptr_t gap_hi = hi;
-			int covered = 0;
-			for (unsigned i = 0; i < n; i++) {
-				if (next[i].lo <= lo && next[i].hi > lo) {
-					lo = next[i].hi;
-					covered = 1;
-					break;
-				}
-				if (next[i].lo > lo && next[i].lo < gap_hi)
-					gap_hi = next[i].lo;
-			}
-			if (covered)
-				continue;
-			struct gap_fill f = { lo, gap_hi, next + n, 0, 2 * PT_MAX_RUNS - n };
-			int r = maps_for_each(collect_gap, &f);
-			if (r < 0)
-				return r;
-			n += f.n;
-			lo = gap_hi;
-		}
-	}
-	for (unsigned i = first_new; i < n; i++) {
-		if (watch_sys_mprotect(next[i].lo, next[i].hi - next[i].lo, closed_prot(code, next[i].prot)) != 0) {
-			for (unsigned j = first_new; j < i; j++)
-				watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
-			return -ENOMEM;
-		}
-	}
-	int r = publish_runs(code, next, n);
-	if (r < 0)
-		for (unsigned j = first_new; j < n; j++)
-			watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
-	return r;
-}
 
 /* Gives back the data (code = 0) or code pages no running session needs
  * any more. */
 static void release_unneeded(int code)
 {
 	static struct watch_interval need[PT_MAX_SESSIONS * WATCH_MAX_INTERVALS];
-	static struct watch_run keep[2 * PT_MAX_RUNS];
-	unsigned nneed = 0, nkeep = 0, released = 0;
+	unsigned nneed = 0;
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
 		const struct pt_slot *sl = &pt->slots[i];
 		if (!sl->used)
@@ -1479,33 +842,7 @@ static void release_unneeded(int code)
 		for (unsigned k = 0; k < cnt; k++)
 			need[nneed++] = (struct watch_interval){ PAGE_DOWN(iv[k].start), PAGE_UP(iv[k].end) };
 	}
-	nneed = merge_intervals(need, nneed);
-	_Atomic unsigned *np;
-	const struct watch_run *runs = runs_of(code, &np);
-	unsigned n = atomic_load(np);
-	for (unsigned i = 0; i < n; i++) {
-		uintptr_t at = runs[i].lo;
-		for (unsigned k = 0; k < nneed && at < runs[i].hi; k++) {
-			uintptr_t a = need[k].start > at ? need[k].start : at;
-			uintptr_t b = need[k].end < runs[i].hi ? need[k].end : runs[i].hi;
-			if (a >= b)
-				continue;
-			if (a > at) {
-				watch_sys_mprotect(at, a - at, runs[i].prot);
-				released = 1;
-			}
-			if (nkeep < 2 * PT_MAX_RUNS)
-				keep[nkeep++] = (struct watch_run){ a, b, runs[i].prot };
-			at = b;
-		}
-		if (at < runs[i].hi) {
-			watch_sys_mprotect(at, runs[i].hi - at, runs[i].prot);
-			released = 1;
-		}
-	}
-	publish_runs(code, keep, nkeep);
-	if (released)
-		atomic_fetch_add(&pt->unprotect_epoch, 1);
+	watch_pages_release(code, need, watch_merge_intervals(need, nneed));
 }
 
 static void unprotect_unneeded(void)
@@ -1548,27 +885,27 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	unsigned nint = 0, ncode = req.want_code ? req.ncode : 0;
 	if (req.want_data) {
 		memcpy(iv, req.data, req.ndata * sizeof *iv);
-		nint = merge_intervals(iv, req.ndata);
+		nint = watch_merge_intervals(iv, req.ndata);
 	}
 	memcpy(civ, req.code_pair, ncode * sizeof *civ);
 
-	uint64_t old = thread_lock();
+	uint64_t old = watch_pages_thread_lock();
 	struct pt_slot *slot = NULL;
 	for (unsigned i = 0; i < PT_MAX_SESSIONS && !slot; i++)
 		if (!pt->slots[i].used)
 			slot = &pt->slots[i];
 	if (!slot) {
-		thread_unlock(old);
+		watch_pages_thread_unlock(old);
 		set_why(why, len, "pagetrap: more than %d sessions running at once", PT_MAX_SESSIONS);
 		return -ENOSPC;
 	}
-	err = protect_pages(0, iv, nint);
+	err = watch_pages_protect(0, iv, nint);
 	if (!err && ncode) {
 		/* Merged on a copy: the slot keeps the pairs in the caller's order,
 		 * since insns_pair[k] belongs to code_pair[k]. */
 		struct watch_interval pages[WATCH_CODE_PAIRS];
 		memcpy(pages, civ, sizeof civ);
-		err = protect_pages(1, pages, merge_intervals(pages, ncode));
+		err = watch_pages_protect(1, pages, watch_merge_intervals(pages, ncode));
 		if (err)
 			unprotect_unneeded(); /* the data pages just protected, if any */
 	}
@@ -1589,7 +926,7 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 			watch_signal_note_tf_user(0);
 		}
 	}
-	thread_unlock(old);
+	watch_pages_thread_unlock(old);
 	if (err) {
 		set_why(why, len, "pagetrap: cannot protect the watched pages (%s); too many separate ranges?",
 		        strerror(-err));
@@ -1606,13 +943,13 @@ static void pagetrap_stop(struct watch_session *s)
 	struct watch_counts live;
 	memset(&live, 0, sizeof live);
 	if (slot) {
-		uint64_t old = thread_lock();
+		uint64_t old = watch_pages_thread_lock();
 		if (slot->used) {
 			live = slot->counts;
 			slot->used = 0;
 			unprotect_unneeded();
 		}
-		thread_unlock(old);
+		watch_pages_thread_unlock(old);
 	}
 	watch_counts_add(&s->acc, &live);
 	s->priv = NULL;
