@@ -64,12 +64,7 @@
 #include "watch_sys.h"
 #include "watch_x86.h"
 
-#include <asm/prctl.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <link.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -78,8 +73,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/single_threaded.h>
-#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -781,7 +774,6 @@ __attribute__((destructor)) static void pagetrap_at_exit(void)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
-
 
 static void pagetrap_init(void)
 {
