@@ -27,9 +27,10 @@
  * SIGTRAP handler looks at rpm_control and performs the reset.
  *
  * The handlers are async-signal-safe: raw reads of /proc into static
- * buffers, no allocation, no stdio.  Signal dispositions set later by the
- * application replace ours: a program that installs its own SIGSEGV handler
- * must call the previous one for faults in these pages (paragon_rpm(3)).
+ * buffers, no allocation, no stdio.  They are clients of the signal engine
+ * (watch_signal.c), which keeps them ahead of the application's own
+ * SIGSEGV and SIGTRAP handlers; faults and traps that are not ours go to
+ * those, or to the default action.
  */
 #define RPM_NO_STARTUP_MAP
 #include <errno.h>
@@ -51,6 +52,7 @@
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
+#include "watch/watch_signal.h"
 
 #define PAGE 4096UL
 #define TRAP_FLAG 0x100L
@@ -71,7 +73,6 @@ static struct {
 	unsigned ncpus;
 	unsigned pu_os[RPM_MAX_CPUS];  /* logical PU -> OS CPU number */
 	long clk_tck;
-	struct sigaction prev_segv, prev_trap;
 	atomic_flag lock;
 	/* The /proc sample, shared by the handlers and the component. */
 	uint64_t sample_ns;
@@ -82,6 +83,7 @@ static struct {
 	int perf_err;
 	uint64_t perf_gen;
 	char buf[SAMPLE_BUF];
+	struct rpm_live live_scratch; /* too big for a signal stack */
 } P = { .lock = ATOMIC_FLAG_INIT, .rpm_fd = -1 };
 
 /* Which views this thread has opened for its in-flight step. */
@@ -245,8 +247,6 @@ unsigned rpm_cpu_count(void)
 
 /* ---- filling the views (under the lock) ----------------------------------- */
 
-static struct rpm_live live_scratch; /* too big for a signal stack */
-
 static void fill_rpm_locked(void)
 {
 	uint64_t now = boot_ns();
@@ -254,8 +254,8 @@ static void fill_rpm_locked(void)
 	struct rpm_host *h = host_or_null();
 	unsigned node = h ? rpm_host_view_node(h) : 0;
 
-	live_locked(&live_scratch, now, 1000000);
-	rpm_node_counts(node, &live_scratch, cum);
+	live_locked(&P.live_scratch, now, 1000000);
+	rpm_node_counts(node, &P.live_scratch, cum);
 	P.rpm_fill->rpm_control = 0;
 	P.rpm_fill->rpm_time = rpm_timer_from_ticks(rpm_now_ticks());
 	volatile unsigned int *regs[RPM_NCOUNTERS] = {
@@ -268,11 +268,11 @@ static void fill_rpm_locked(void)
 
 static void fill_soft_locked(void)
 {
-	live_locked(&live_scratch, boot_ns(), 1000000);
+	live_locked(&P.live_scratch, boot_ns(), 1000000);
 	for (unsigned i = 0; i < P.ncpus; i++) {
 		struct rpmsoft *s = &P.soft_fill[i];
-		s->rpms_idle = live_scratch.idle_s[i];
-		const struct rpm_live *l = &live_scratch;
+		s->rpms_idle = P.live_scratch.idle_s[i];
+		const struct rpm_live *l = &P.live_scratch;
 		s->rpms_int = (unsigned int)l->interrupts[i];
 		s->rpms_it = (unsigned int)l->syscalls[i];
 		s->rpms_dat = (unsigned int)l->faults[i];
@@ -302,8 +302,8 @@ static int reset_locked(unsigned node)
 	uint64_t cum[RPM_NCOUNTERS];
 	if (!h)
 		return -EIO;
-	live_locked(&live_scratch, boot_ns(), 0);
-	rpm_node_counts(node, &live_scratch, cum);
+	live_locked(&P.live_scratch, boot_ns(), 0);
+	rpm_node_counts(node, &P.live_scratch, cum);
 	return rpm_host_reset(h, node, cum);
 }
 
@@ -330,39 +330,20 @@ static int view_of(uintptr_t addr)
 	return -1;
 }
 
-/* A signal that is not ours: what the application (or the default) does. */
-static void chain(int sig, siginfo_t *si, void *ctx, struct sigaction *prev)
+/* Clients of the signal engine (watch_signal.c), after the page-trap
+ * backend's and whole-thread stepping's, where the application's handler
+ * used to call them: what is not ours goes on to the application's. */
+static enum watch_claim on_segv(struct watch_signal_event *ev, void *arg)
 {
-	if (prev->sa_handler == SIG_IGN && si->si_code <= 0)
-		return;
-	if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
-		/* The default action, as if we had never been here: a fault
-		 * happens again on return; a trap is raised again. */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigaction(sig, &dfl, NULL);
-		if (sig != SIGSEGV || si->si_code <= 0)
-			raise(sig);
-		return;
-	}
-	if (prev->sa_flags & SA_SIGINFO)
-		prev->sa_sigaction(sig, si, ctx);
-	else
-		prev->sa_handler(sig);
-}
-
-static void on_segv(int sig, siginfo_t *si, void *ctx)
-{
-	ucontext_t *uc = ctx;
+	(void)arg;
+	siginfo_t *si = ev->si;
+	ucontext_t *uc = ev->uc;
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	int v = view_of(addr);
 	int write = ((unsigned long)uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) != 0;
 
-	if (v < 0 || si->si_code != SEGV_ACCERR || (write && v != VIEW_ALIAS)) {
-		chain(sig, si, ctx, &P.prev_segv);
-		return;
-	}
+	if (v < 0 || si->si_code != SEGV_ACCERR || (write && v != VIEW_ALIAS))
+		return WATCH_NOT_MINE;
 	int saved = errno;
 	lock();
 	if (v == VIEW_SOFT)
@@ -377,16 +358,18 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 	unlock();
 	errno = saved;
 	uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
+	return WATCH_MINE;
 }
 
-static void on_trap(int sig, siginfo_t *si, void *ctx)
+static enum watch_claim on_trap(struct watch_signal_event *ev, void *arg)
 {
-	ucontext_t *uc = ctx;
+	(void)arg;
+	ucontext_t *uc = ev->uc;
 
-	if (!stepping) {
-		chain(sig, si, ctx, &P.prev_trap);
-		return;
-	}
+	/* A trap an earlier client took and passed on (a page-trap window's)
+	 * is not offered to the application either: leave it. */
+	if (!stepping || ev->handled)
+		return WATCH_NOT_MINE;
 	int saved = errno;
 	lock();
 	if (stepping & (1u << VIEW_ALIAS)) {
@@ -407,6 +390,7 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	unlock();
 	errno = saved;
 	uc->uc_mcontext.gregs[REG_EFL] &= ~TRAP_FLAG;
+	return WATCH_MINE;
 }
 
 /* ---- mapping -------------------------------------------------------------- */
@@ -513,17 +497,23 @@ static void init_once(void)
 		P.map_err = err;
 		return;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	sa.sa_sigaction = on_segv;
-	if (sigaction(SIGSEGV, &sa, &P.prev_segv) != 0) {
-		P.map_err = heritage_fail(-errno, "paragon_rpm: cannot install the SIGSEGV handler");
+	/* Their handlers hold the spin lock: every signal stays blocked while
+	 * they run, as under the full sa_mask they had as handlers. */
+	const struct watch_signal_client clients[] = {
+		{ .name = "paragon_rpm", .sig = SIGSEGV, .priority = WATCH_PRIO_RPM, .fn = on_segv, .block_all = 1,
+		  .state_lo = (uintptr_t)&P, .state_hi = (uintptr_t)&P + sizeof P },
+		{ .name = "paragon_rpm", .sig = SIGTRAP, .priority = WATCH_PRIO_RPM, .fn = on_trap, .block_all = 1,
+		  .state_lo = (uintptr_t)&P, .state_hi = (uintptr_t)&P + sizeof P },
+	};
+	char why[256];
+	err = watch_signal_start("paragon_rpm", why, sizeof why);
+	for (unsigned i = 0; i < sizeof clients / sizeof clients[0] && !err; i++)
+		err = watch_signal_register(&clients[i], why, sizeof why);
+	if (err) {
+		(void)why;
+		P.map_err = heritage_fail(err, "paragon_rpm: cannot install the SIGSEGV handler");
 		return;
 	}
-	sa.sa_sigaction = on_trap;
-	sigaction(SIGTRAP, &sa, &P.prev_trap);
 	/* Publish the views last: the handler looks them up. */
 	P.start[VIEW_SOFT] = RPMSOFT_BASE_VADDR;
 	P.len[VIEW_SOFT] = soft_len;

@@ -118,17 +118,6 @@ void watch_session_stop(struct watch_session *s)
 	s->running = 0;
 }
 
-void watch_counts_add(struct watch_counts *to, const struct watch_counts *from)
-{
-	to->loads += from->loads;
-	to->stores += from->stores;
-	to->misaligned_loads += from->misaligned_loads;
-	to->misaligned_stores += from->misaligned_stores;
-	to->insns += from->insns;
-	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
-		to->insns_pair[k] += from->insns_pair[k];
-}
-
 /* Only the fields asked for, without copying the whole struct: with two
  * events that is 4 loads instead of 18, the field-by-field copy having been
  * the largest part of a PAPI_read.  Not vectorised: 16-byte loads of

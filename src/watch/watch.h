@@ -153,6 +153,17 @@ void watch_limits(char *buf, size_t len);
 /* True when the main executable was built with the instrument hooks. */
 int watch_instrument_present(void);
 
-void watch_counts_add(struct watch_counts *to, const struct watch_counts *from);
+/* Here, not in watch.c: the backends add their counts with it, and watch.c
+ * (which names the backends) must not be imported back by them. */
+static inline void watch_counts_add(struct watch_counts *to, const struct watch_counts *from)
+{
+	to->loads += from->loads;
+	to->stores += from->stores;
+	to->misaligned_loads += from->misaligned_loads;
+	to->misaligned_stores += from->misaligned_stores;
+	to->insns += from->insns;
+	for (int k = 0; k < WATCH_CODE_PAIRS; k++)
+		to->insns_pair[k] += from->insns_pair[k];
+}
 
 #endif

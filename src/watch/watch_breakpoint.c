@@ -536,7 +536,7 @@ static int classify_hit(const ucontext_t *uc, uintptr_t lo, uintptr_t hi, int *s
 }
 
 /* A #DB whose DR6 came without its cause.  Under KVM, DR6 now and then loses
- * its bits (the step-trap case is in watch_pagetrap.c's on_trap); the
+ * its bits (the step-trap case is mended in watch_signal.c's on_trap); the
  * kernel's breakpoint handler then cannot tell which breakpoint fired, counts
  * nothing, and sends SIGTRAP as for an icebp, TRAP_BRKPT, which killed
  * ctests/data_range_clang about once in 150 runs (RIP just after a load of

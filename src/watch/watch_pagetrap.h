@@ -20,4 +20,9 @@ struct watch_pagetrap_stats {
 
 void watch_pagetrap_stats(struct watch_pagetrap_stats *out);
 
+struct watch_request;
+/* fits() (watch_pagetrap_fits.c), given the backend's ensure_init: 0, or
+ * -errno with the reason in why. */
+int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void), char *why, size_t len);
+
 #endif

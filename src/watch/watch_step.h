@@ -2,11 +2,11 @@
  * Whole-thread single-stepping: from watch_step_start() until
  * watch_step_stop(), the calling thread runs with the trap flag set and every
  * instruction it completes is reported to a callback, from the SIGTRAP
- * handler.  It shares the page-trap engine's signal plumbing (watch_pagetrap.c:
- * its SIGTRAP handler, signal stacks, interposed sigaction so application
- * handlers keep working) and its stepping rules (rep-string iterations count
- * once, the instruction after a syscall whose trap the kernel drops is still
- * reported).
+ * handler.  It is a client of the signal engine (watch_signal.c: its SIGTRAP
+ * handler, signal stacks, interposed sigaction so application handlers keep
+ * working) and shares the page-trap backend's stepping rules (rep-string
+ * iterations count once, the instruction after a syscall whose trap the
+ * kernel drops is still reported).
  *
  * What is not stepped: signal handlers (the kernel clears TF for them; their
  * instructions are not reported), and anything after a handler leaves by

@@ -1,0 +1,290 @@
+/*
+ * Unit tests of the signal engine (src/watch/watch_signal.c) alone: the
+ * client table's order, what a client's answer does, and the chaining to
+ * the application's handler installed with sigaction() after the engine
+ * (SIG_IGN, SIG_DFL, SA_RESETHAND).  Each test runs in its own process
+ * (Check forks), so each starts with an empty table.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "watch/watch_signal.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* What the clients and the application's handlers saw, in order. */
+static char order[64];
+static unsigned norder;
+static unsigned app_calls;
+static int handled_seen[8];
+
+static void note(char who, const struct watch_signal_event *ev)
+{
+	if (norder < sizeof order - 1) {
+		handled_seen[norder % 8] = ev ? ev->handled : -1;
+		order[norder++] = who;
+	}
+}
+
+static enum watch_claim client_a(struct watch_signal_event *ev, void *arg)
+{
+	note('A', ev);
+	return (enum watch_claim)(intptr_t)arg;
+}
+
+static enum watch_claim client_b(struct watch_signal_event *ev, void *arg)
+{
+	note('B', ev);
+	return (enum watch_claim)(intptr_t)arg;
+}
+
+static enum watch_claim client_c(struct watch_signal_event *ev, void *arg)
+{
+	note('C', ev);
+	return (enum watch_claim)(intptr_t)arg;
+}
+
+static void app_handler(int sig)
+{
+	(void)sig;
+	app_calls++;
+	note('P', NULL);
+}
+
+static void start_engine(void)
+{
+	char why[256] = "";
+	ck_assert_msg(watch_signal_start("test", why, sizeof why) == 0, "%s", why);
+}
+
+static void add(int sig, int prio, enum watch_claim (*fn)(struct watch_signal_event *, void *), enum watch_claim r)
+{
+	char why[256] = "";
+	struct watch_signal_client c = { .name = "test", .sig = sig, .priority = prio, .fn = fn,
+	                                 .arg = (void *)(intptr_t)r };
+	ck_assert_msg(watch_signal_register(&c, why, sizeof why) == 0, "%s", why);
+}
+
+static void app_install(int sig, void (*handler)(int), int flags)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(sig, &sa, NULL), 0);
+}
+
+/* A page that faults on a store (SEGV_ACCERR), and the application handler
+ * that makes it writable so the store completes on return. */
+static volatile int *ro_page;
+
+static void app_fix_fault(int sig)
+{
+	(void)sig;
+	app_calls++;
+	note('P', NULL);
+	mprotect((void *)ro_page, 4096, PROT_READ | PROT_WRITE);
+}
+
+static void map_read_only(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ro_page = p;
+}
+
+START_TEST(priorities_order_the_clients)
+{
+	start_engine();
+	/* Registered out of order: C (60) first, then A (70), then B (65). */
+	add(SIGTRAP, 60, client_c, WATCH_NOT_MINE);
+	add(SIGTRAP, 70, client_a, WATCH_MINE);
+	add(SIGTRAP, 65, client_b, WATCH_NOT_MINE);
+	app_install(SIGTRAP, app_handler, 0);
+	raise(SIGTRAP);
+	order[norder] = '\0';
+	/* Lowest priority first; A takes it, so the application never sees it. */
+	ck_assert_str_eq(order, "CBA");
+	ck_assert_uint_eq(app_calls, 0);
+}
+END_TEST
+
+START_TEST(not_mine_falls_through_to_the_application)
+{
+	start_engine();
+	add(SIGSEGV, 50, client_a, WATCH_NOT_MINE);
+	map_read_only();
+	/* Installed after the engine: recorded, not given to the kernel. */
+	app_install(SIGSEGV, app_fix_fault, 0);
+	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } k;
+	ck_assert_int_eq(syscall(SYS_rt_sigaction, SIGSEGV, NULL, &k, 8), 0);
+	ck_assert_ptr_ne(k.handler, (void *)app_fix_fault);
+	ck_assert_ptr_ne(k.handler, (void *)SIG_DFL);
+
+	const int stores = 3;
+	for (int i = 0; i < stores; i++) {
+		ro_page[i] = i + 1;
+		mprotect((void *)ro_page, 4096, PROT_READ); /* fault again next time */
+	}
+	order[norder] = '\0';
+	/* Each store faults once: the client declines, the application fixes. */
+	ck_assert_uint_eq(app_calls, (unsigned)stores);
+	ck_assert_str_eq(order, "APAPAP");
+	ck_assert_int_eq(ro_page[0] + ro_page[1] + ro_page[2], 1 + 2 + 3);
+}
+END_TEST
+
+START_TEST(ignored_kill_is_ignored)
+{
+	start_engine();
+	add(SIGTRAP, 50, client_a, WATCH_NOT_MINE);
+	app_install(SIGTRAP, SIG_IGN, 0);
+	raise(SIGTRAP);
+	raise(SIGTRAP);
+	/* Sent with kill (si_code <= 0): SIG_IGN means ignored, the client
+	 * having seen each of the two. */
+	order[norder] = '\0';
+	ck_assert_str_eq(order, "AA");
+}
+END_TEST
+
+/* A fault cannot be ignored: the default action kills the process. */
+START_TEST(ignored_fault_is_fatal)
+{
+	start_engine();
+	add(SIGSEGV, 50, client_a, WATCH_NOT_MINE);
+	map_read_only();
+	app_install(SIGSEGV, SIG_IGN, 0);
+	ro_page[0] = 1;
+}
+END_TEST
+
+START_TEST(default_fault_is_fatal)
+{
+	start_engine();
+	add(SIGSEGV, 50, client_a, WATCH_NOT_MINE);
+	map_read_only();
+	ro_page[0] = 1;
+}
+END_TEST
+
+START_TEST(resethand_runs_once)
+{
+	start_engine();
+	add(SIGTRAP, 50, client_a, WATCH_NOT_MINE);
+	app_install(SIGTRAP, app_handler, SA_RESETHAND);
+	raise(SIGTRAP);
+	ck_assert_uint_eq(app_calls, 1);
+	struct sigaction now;
+	ck_assert_int_eq(sigaction(SIGTRAP, NULL, &now), 0);
+	ck_assert_ptr_eq((void *)now.sa_handler, (void *)SIG_DFL);
+}
+END_TEST
+
+/* After SA_RESETHAND the second one takes the default action: death. */
+START_TEST(resethand_second_is_default)
+{
+	start_engine();
+	app_install(SIGTRAP, app_handler, SA_RESETHAND);
+	raise(SIGTRAP);
+	ck_assert_uint_eq(app_calls, 1);
+	raise(SIGTRAP);
+}
+END_TEST
+
+START_TEST(two_clients_one_signal)
+{
+	start_engine();
+	/* Equal priorities: registration order. */
+	add(SIGTRAP, 50, client_a, WATCH_NOT_MINE);
+	add(SIGTRAP, 50, client_b, WATCH_MINE);
+	app_install(SIGTRAP, app_handler, 0);
+	const int n = 5;
+	for (int i = 0; i < n; i++)
+		raise(SIGTRAP);
+	order[norder] = '\0';
+	ck_assert_str_eq(order, "ABABABABAB");
+	ck_assert_uint_eq(app_calls, 0);
+}
+END_TEST
+
+START_TEST(pass_on_reaches_later_clients_not_the_application)
+{
+	start_engine();
+	add(SIGTRAP, 50, client_a, WATCH_MINE_PASS_ON);
+	add(SIGTRAP, 60, client_b, WATCH_NOT_MINE);
+	app_install(SIGTRAP, app_handler, 0);
+	raise(SIGTRAP);
+	order[norder] = '\0';
+	ck_assert_str_eq(order, "AB");
+	ck_assert_int_eq(handled_seen[0], 0); /* A saw it first */
+	ck_assert_int_eq(handled_seen[1], 1); /* B after A passed it on */
+	ck_assert_uint_eq(app_calls, 0);
+}
+END_TEST
+
+START_TEST(other_signals_are_not_offered)
+{
+	start_engine();
+	add(SIGSEGV, 50, client_a, WATCH_MINE);
+	add(SIGTRAP, 50, client_b, WATCH_NOT_MINE);
+	app_install(SIGTRAP, app_handler, 0);
+	raise(SIGTRAP);
+	order[norder] = '\0';
+	ck_assert_str_eq(order, "BP");
+}
+END_TEST
+
+START_TEST(register_refuses_bad_clients)
+{
+	char why[256] = "";
+	struct watch_signal_client c = { .name = "bad", .sig = SIGUSR1, .priority = 1, .fn = client_a };
+	ck_assert_int_eq(watch_signal_register(&c, why, sizeof why), -EINVAL);
+	c.sig = SIGTRAP;
+	c.fn = NULL;
+	ck_assert_int_eq(watch_signal_register(&c, why, sizeof why), -EINVAL);
+	/* The engine's own two (watch_step_one, stray TF) take two places. */
+	start_engine();
+	c.fn = client_a;
+	int added = 0;
+	while (watch_signal_register(&c, why, sizeof why) == 0)
+		added++;
+	ck_assert_int_eq(added, WATCH_SIGNAL_MAX_CLIENTS - 2);
+}
+END_TEST
+
+static Suite *signal_suite(void)
+{
+	Suite *s = suite_create("signal engine");
+	TCase *tc = tcase_create("clients");
+	tcase_add_test(tc, priorities_order_the_clients);
+	tcase_add_test(tc, not_mine_falls_through_to_the_application);
+	tcase_add_test(tc, ignored_kill_is_ignored);
+	tcase_add_test_raise_signal(tc, ignored_fault_is_fatal, SIGSEGV);
+	tcase_add_test_raise_signal(tc, default_fault_is_fatal, SIGSEGV);
+	tcase_add_test(tc, resethand_runs_once);
+	tcase_add_test_raise_signal(tc, resethand_second_is_default, SIGTRAP);
+	tcase_add_test(tc, two_clients_one_signal);
+	tcase_add_test(tc, pass_on_reaches_later_clients_not_the_application);
+	tcase_add_test(tc, other_signals_are_not_offered);
+	tcase_add_test(tc, register_refuses_bad_clients);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(signal_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
