@@ -848,6 +848,11 @@ static void unprotect_unneeded(void)
  * the atexit order below. */
 static __thread int probing;
 
+void watch_pagetrap_probing(int on)
+{
+	probing = on;
+}
+
 static void register_exit(void)
 {
 	atexit(pagetrap_at_exit);
@@ -962,48 +967,6 @@ static void pagetrap_reset(struct watch_session *s)
 	struct pt_slot *slot = s->priv;
 	if (slot && slot->used)
 		memset(&slot->counts, 0, sizeof slot->counts);
-}
-
-void watch_pagetrap_probe(struct heritage_probe_result *r)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	char why[WATCH_ERRLEN];
-	volatile uint64_t *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED) {
-		r->state = HERITAGE_PROBE_ABSENT;
-		snprintf(r->evidence, sizeof r->evidence, "mmap of a private page: %s", strerror(errno));
-		return;
-	}
-	p[0] = 0; /* fault it in before it is watched */
-	struct watch_session s;
-	memset(&s, 0, sizeof s);
-	s.req.ndata = 1;
-	s.req.want_data = 1;
-	s.req.data[0] = (struct watch_interval){ (uintptr_t)p, (uintptr_t)p + (uintptr_t)page };
-	probing = 1;
-	int err = pagetrap_start(&s, why, sizeof why);
-	probing = 0;
-	if (err) {
-		munmap((void *)p, (size_t)page);
-		r->state = HERITAGE_PROBE_ABSENT;
-		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);
-		return;
-	}
-	/* 3 loads, 2 stores. */
-	p[1] = p[0] + 1;
-	p[2] = p[1] + p[0];
-	pagetrap_stop(&s);
-	munmap((void *)p, (size_t)page);
-	if (s.acc.loads == 3 && s.acc.stores == 2) {
-		r->state = HERITAGE_PROBE_WORKS;
-		snprintf(r->evidence, sizeof r->evidence, "counted 3 loads and 2 stores of a protected private page "
-		         "exactly");
-	} else {
-		r->state = HERITAGE_PROBE_DEAD;
-		snprintf(r->evidence, sizeof r->evidence, "started, counted %llu loads and %llu stores of a protected "
-		         "private page, want 3 and 2", (unsigned long long)s.acc.loads, (unsigned long long)s.acc.stores);
-	}
 }
 
 const struct watch_backend_ops watch_pagetrap_ops = {

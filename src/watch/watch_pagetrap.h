@@ -20,6 +20,10 @@ struct watch_pagetrap_stats {
 
 void watch_pagetrap_stats(struct watch_pagetrap_stats *out);
 
+/* The session being started on this thread is the probe's (watch_probe.c):
+ * it must not register the exit handler in the program's place. */
+void watch_pagetrap_probing(int on);
+
 struct watch_request;
 /* fits() (watch_pagetrap_fits.c), given the backend's ensure_init: 0, or
  * -errno with the reason in why. */

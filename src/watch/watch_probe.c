@@ -2,17 +2,19 @@
  * Probes of the signal engine's two mechanisms (heritage_probe.h), run
  * through the engine itself so that what is proven is what the backends
  * use: whole-thread single-stepping (watch_step.h) over a routine of known
- * length.  The page-trap probe, a session over a private page with known
- * accesses, lives with the backend (watch_pagetrap.c).
+ * length; and the page-trap backend (watch_pagetrap.c), a session over a
+ * private page with known accesses.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "watch/watch_pagetrap.h"
 #include "watch/watch_step.h"
 
 /* Eight instructions, the last its return: a step per instruction. */
@@ -65,5 +67,47 @@ void watch_single_step_probe(struct heritage_probe_result *r)
 		r->state = HERITAGE_PROBE_DEAD;
 		snprintf(r->evidence, sizeof r->evidence, "started, stepped %u of %u instructions of a known routine "
 		         "(%u steps in all)", t.inside, 2 * PROBE_STEP_INSNS, t.all);
+	}
+}
+
+void watch_pagetrap_probe(struct heritage_probe_result *r)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char why[WATCH_ERRLEN];
+	volatile uint64_t *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		r->state = HERITAGE_PROBE_ABSENT;
+		snprintf(r->evidence, sizeof r->evidence, "mmap of a private page: %s", strerror(errno));
+		return;
+	}
+	p[0] = 0; /* fault it in before it is watched */
+	struct watch_session s;
+	memset(&s, 0, sizeof s);
+	s.req.ndata = 1;
+	s.req.want_data = 1;
+	s.req.data[0] = (struct watch_interval){ (uintptr_t)p, (uintptr_t)p + (uintptr_t)page };
+	watch_pagetrap_probing(1);
+	int err = watch_pagetrap_ops.start(&s, why, sizeof why);
+	watch_pagetrap_probing(0);
+	if (err) {
+		munmap((void *)p, (size_t)page);
+		r->state = HERITAGE_PROBE_ABSENT;
+		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);
+		return;
+	}
+	/* 3 loads, 2 stores. */
+	p[1] = p[0] + 1;
+	p[2] = p[1] + p[0];
+	watch_pagetrap_ops.stop(&s);
+	munmap((void *)p, (size_t)page);
+	if (s.acc.loads == 3 && s.acc.stores == 2) {
+		r->state = HERITAGE_PROBE_WORKS;
+		snprintf(r->evidence, sizeof r->evidence, "counted 3 loads and 2 stores of a protected private page "
+		         "exactly");
+	} else {
+		r->state = HERITAGE_PROBE_DEAD;
+		snprintf(r->evidence, sizeof r->evidence, "started, counted %llu loads and %llu stores of a protected "
+		         "private page, want 3 and 2", (unsigned long long)s.acc.loads, (unsigned long long)s.acc.stores);
 	}
 }
