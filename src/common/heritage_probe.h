@@ -122,6 +122,9 @@ int heritage_libpfm_core_pmu(char *name, size_t nlen, char *desc, size_t dlen);
 /* tracefs's mount point and raw_syscalls:sys_enter's id, once tracefs
  * works; 0 otherwise. */
 long heritage_tracefs_syscall_id(void);
+/* The id tracefs's probe read (heritage_probe_perf.c), whether or not the
+ * probe has run: heritage_tracefs_syscall_id() is the one to use. */
+long heritage_tracefs_probed_id(void);
 
 /* Who depends on m, from the backend tables and paragon_rpm's sources:
  * "itanium2 backend breakpoint; ..." ("" if nobody). */

@@ -150,9 +150,9 @@ void heritage_perf_cpu_probe(struct heritage_probe_result *r)
 
 static long tracefs_id;
 
-long heritage_tracefs_syscall_id(void)
+long heritage_tracefs_probed_id(void)
 {
-	return heritage_probe_works(HERITAGE_MECH_TRACEFS) ? tracefs_id : 0;
+	return tracefs_id;
 }
 
 void heritage_tracefs_probe(struct heritage_probe_result *r)
