@@ -56,6 +56,35 @@ static void set(heritage_probe_fn sw, heritage_probe_fn cpu, heritage_probe_fn p
 	heritage_probe_override(HERITAGE_MECH_PMU, pmu);
 }
 
+/* Who uses a mechanism, as the man pages describe the backends (itanium2(3)
+ * BACKENDS, alpha21064(3), paragon_rpm(3) EVENTS): read off the tables, so
+ * each user is named once and nothing is named for a mechanism no table
+ * needs. */
+START_TEST(mechanism_users_come_from_the_tables)
+{
+	char buf[512];
+
+	heritage_mech_users(HERITAGE_MECH_BREAKPOINT, buf, sizeof buf);
+	ck_assert_str_eq(buf, "itanium2 backend breakpoint");
+	heritage_mech_users(HERITAGE_MECH_SINGLE_STEP, buf, sizeof buf);
+	ck_assert_str_eq(buf, "itanium2 backend pagetrap; alpha21064 backend software");
+	heritage_mech_users(HERITAGE_MECH_PAGETRAP, buf, sizeof buf);
+	ck_assert_str_eq(buf, "itanium2 backend pagetrap");
+	heritage_mech_users(HERITAGE_MECH_TRACEPOINT, buf, sizeof buf);
+	ck_assert_str_eq(buf, "paragon_rpm rpms_it");
+	heritage_mech_users(HERITAGE_MECH_PERF_SW, buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
+
+	/* A short buffer holds a terminated prefix, nothing past it. */
+	char small[12];
+	memset(small, 'x', sizeof small);
+	heritage_mech_users(HERITAGE_MECH_SINGLE_STEP, small, 8);
+	ck_assert_uint_eq(strlen(small), 7);
+	ck_assert_int_eq(strncmp(small, "itanium", 7), 0);
+	ck_assert_int_eq(small[8], 'x');
+}
+END_TEST
+
 START_TEST(needs_any_is_the_union)
 {
 	ck_assert_uint_eq(heritage_backend_needs_any(table, N), PMU | SW | CPU);
@@ -124,6 +153,7 @@ int main(void)
 	tcase_add_test(tc, needs_any_is_the_union);
 	tcase_add_test(tc, any_usable_tries_the_last_resorts_first);
 	tcase_add_test(tc, limits_name_each_lost_backend_once);
+	tcase_add_test(tc, mechanism_users_come_from_the_tables);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
