@@ -287,6 +287,8 @@ papi_vector_t _itanium2_vector = {
 		.default_granularity = PAPI_GRN_THR,
 		.available_granularities = PAPI_GRN_THR,
 		.hardware_intr_sig = PAPI_INT_SIGNAL,
+		/* Its events take :exact= (PAPI's flag for qualified events). */
+		.cntr_umasks = 1,
 		.fast_counter_read = 1,
 	},
 	.size = {

@@ -239,6 +239,8 @@ papi_vector_t _paragon_rpm_vector = {
 		.default_granularity = PAPI_GRN_SYS,
 		.available_granularities = PAPI_GRN_SYS,
 		.hardware_intr_sig = PAPI_INT_SIGNAL,
+		/* Its soft counters take :cpu=N (PAPI's flag for qualified events). */
+		.cntr_umasks = 1,
 		.fast_counter_read = 1,
 	},
 	.size = {
