@@ -370,7 +370,7 @@ static Suite *events_suite(void)
 int main(void)
 {
 	/* paragon_rpm's shared pages get names of this run's own, removed at the
-	 * end (as the CTESTS' RPM_TEST does). */
+	 * end (as tests/run-case does for every test). */
 	char shm[64], pattern[96];
 	snprintf(shm, sizeof shm, "hrt-events-%d", (int)getpid());
 	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm, 1);
