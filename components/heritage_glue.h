@@ -16,6 +16,8 @@
 #include "papi_heritage.h"
 #include "papi_internal.h"
 #include "papi_vector.h"
+#include "extras.h"
+#include "threads.h"
 
 /* libheritage's source enum is handed to <papi_heritage.h> callers as is. */
 _Static_assert((int)HERITAGE_MEASURED == (int)PAPI_HERITAGE_MEASURED &&
@@ -92,6 +94,57 @@ static inline int heritage_component_status(papi_vector_t *v, int neg_errno, con
 	v->cmp_info.disabled = heritage_papi_error(neg_errno);
 	snprintf(v->cmp_info.disabled_reason, sizeof v->cmp_info.disabled_reason, "%s", why);
 	return v->cmp_info.disabled;
+}
+
+/* The component's dispatch_timer, for PAPI's software overflow
+ * (PAPI_OVERFLOW_FORCE_SW, or every overflow of a component without
+ * hardware interrupts).  PAPI_start installs it on its interval timer's
+ * signal (SIGPROF, ITIMER_PROF, 10 ms of CPU time) and each tick lands here:
+ * PAPI reads the set and compares each overflowing event with its deadline,
+ * the PC is where the tick found the thread.  Without one PAPI installs a
+ * dummy and PAPI_overflow / PAPI_profil returned PAPI_OK and then never
+ * delivered (issue 20: 0 handler calls on all three components).  A tick in
+ * a thread whose set is not ours, or whose overflow is the component's own
+ * (PAPI_OVERFLOW_HARDWARE), is left alone. */
+static inline void heritage_dispatch_timer(const papi_vector_t *v, hwd_siginfo_t *si, void *uc)
+{
+	int cidx = v->cmp_info.CmpIdx;
+	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+
+	if (!thread || !uc)
+		return;
+	EventSetInfo_t *ESI = thread->running_eventset[cidx];
+	if (!ESI || !(ESI->state & PAPI_OVERFLOWING) || (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
+		return;
+	_papi_hwi_context_t ctx = { .si = si, .ucontext = (hwd_ucontext_t *)uc };
+	_papi_hwi_dispatch_overflow_signal(&ctx, GET_OVERFLOW_ADDRESS(ctx), NULL, 0, 0, &thread, cidx);
+}
+
+/* PAPI_start of a set whose overflow PAPI emulates: each tick PAPI compares
+ * an overflowing event's value, as a 64-bit count since PAPI_start, with a
+ * deadline.  An event whose value is not that (a double's bits, an absolute
+ * reading) would deliver at the wrong times or at every tick, and in
+ * software mode PAPI_overflow never asks the component, so the start
+ * refuses, naming the event and why (cannot(ctl, pos) says it, or NULL).
+ * PAPI sets running_eventset before it calls start. */
+static inline int heritage_sw_overflow_check(const papi_vector_t *v, const void *ctl,
+                                             const char *(*cannot)(const void *ctl, int pos))
+{
+	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+	EventSetInfo_t *ESI = thread ? thread->running_eventset[v->cmp_info.CmpIdx] : NULL;
+
+	if (!ESI || ESI->ctl_state != ctl || !(ESI->state & PAPI_OVERFLOWING) ||
+	    (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
+		return PAPI_OK;
+	for (int i = 0; i < ESI->overflow.event_counter; i++) {
+		int pos = ESI->EventInfoArray[ESI->overflow.EventIndex[i]].pos[0];
+		const char *why = pos >= 0 ? cannot(ctl, pos) : NULL;
+		if (why) {
+			heritage_fail(-ENOTSUP, "%s: PAPI_overflow cannot be emulated on %s", v->cmp_info.name, why);
+			return heritage_papi_fail(-ENOTSUP);
+		}
+	}
+	return PAPI_OK;
 }
 
 /* papi_component_avail shows a component's description, and its

@@ -107,6 +107,15 @@ static void alpha_dispatch(void *arg, unsigned pos, uint64_t pc, ucontext_t *uc)
 	                                   _alpha21064_vector.cmp_info.CmpIdx);
 }
 
+/* PAPI_OVERFLOW_FORCE_SW: PAPI's timer reads the estimates (interrupts x
+ * 2^width) and delivers when one passed its deadline, with the PC where the
+ * tick found the thread. */
+static void alpha_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
+{
+	(void)sig;
+	heritage_dispatch_timer(&_alpha21064_vector, si, uc);
+}
+
 static int alpha_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	alpha_context_t *t = ctx;
@@ -343,6 +352,7 @@ papi_vector_t _alpha21064_vector = {
 	.ctl = alpha_ctl,
 	.set_domain = alpha_set_domain,
 	.set_overflow = alpha_set_overflow,
+	.dispatch_timer = alpha_dispatch_timer,
 	.ntv_enum_events = alpha_ntv_enum_events,
 	.ntv_name_to_code = alpha_ntv_name_to_code,
 	.ntv_code_to_name = alpha_ntv_code_to_name,

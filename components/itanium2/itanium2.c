@@ -85,6 +85,14 @@ static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	return heritage_papi_fail(it2_set_start(&c->set));
 }
 
+/* PAPI's software overflow: the PC is where PAPI's timer tick found the
+ * thread; it2_set_read is async-signal-safe. */
+static void it2_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
+{
+	(void)sig;
+	heritage_dispatch_timer(&_itanium2_vector, si, uc);
+}
+
 static int it2_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	it2_control_t *c = ctl;
@@ -303,6 +311,7 @@ papi_vector_t _itanium2_vector = {
 	.init_control_state = it2_init_control_state,
 	.update_control_state = it2_update_control_state,
 	.start = it2_start,
+	.dispatch_timer = it2_dispatch_timer,
 	.stop = it2_stop,
 	.read = it2_read,
 	.reset = it2_reset,

@@ -76,11 +76,37 @@ static int rpm_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	return heritage_papi_fail(rpm_set_events(&c->set, codes, (unsigned)count));
 }
 
+/* What PAPI's software overflow cannot compare (heritage_sw_overflow_check). */
+static const char *rpm_overflow_refusal(const void *ctl, int pos)
+{
+	const rpm_control_t *c = ctl;
+	const struct rpm_event *e = rpm_event_of(c->set.codes[pos]);
+	static __thread char why[160];
+
+	if (!e || (!e->fp64 && !e->absolute))
+		return NULL;
+	snprintf(why, sizeof why, "%s, %s", e->name,
+	         e->fp64 ? "a double (seconds): PAPI compares thresholds as integer counts"
+	                 : "an absolute reading, not a count since PAPI_start (overflow rpms_* counts, or perf::TASK-CLOCK)");
+	return why;
+}
+
 static int rpm_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
+	int rc = heritage_sw_overflow_check(&_paragon_rpm_vector, ctl, rpm_overflow_refusal);
+	if (rc != PAPI_OK)
+		return rc;
 	return heritage_papi_fail(rpm_set_start(&c->set));
+}
+
+/* Every overflow here is PAPI's software one (no hardware interrupts): the
+ * PC is where PAPI's timer tick found the thread. */
+static void rpm_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
+{
+	(void)sig;
+	heritage_dispatch_timer(&_paragon_rpm_vector, si, uc);
 }
 
 static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -255,6 +281,7 @@ papi_vector_t _paragon_rpm_vector = {
 	.init_control_state = rpm_init_control_state,   /* an empty rpm_set */
 	.update_control_state = rpm_update_control_state, /* checks opt-in for unavailable events */
 	.start = rpm_start,                             /* snapshots the counts */
+	.dispatch_timer = rpm_dispatch_timer,           /* PAPI's software overflow */
 	.stop = rpm_stop,
 	.read = rpm_read,                               /* counts since start; rpm_time absolute */
 	.reset = rpm_reset,                             /* snapshots again */
