@@ -26,6 +26,7 @@ typedef struct {
 
 typedef struct {
 	struct it2_set set;
+	int signal_on, timer_on; /* what start took for the component's own overflow */
 } it2_control_t;
 
 static int it2_init_component(int cidx)
@@ -78,26 +79,93 @@ static int it2_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	return heritage_papi_fail(it2_set_events(&c->set, codes, (unsigned)count));
 }
 
+/* The component's own overflow (hardware_intr): data-range events deliver
+ * exactly from the backend through PAPI_INT_SIGNAL sent to the counting
+ * thread; CPU_CYCLES and instruction events are polled on PAPI's interval
+ * timer, which sends the same signal.  PAPI installs neither in this mode:
+ * start takes them, stop gives them back. */
+static void it2_overflow_stop(it2_control_t *c)
+{
+	if (c->timer_on)
+		_papi_hwi_stop_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig);
+	if (c->signal_on)
+		_papi_hwi_stop_signal(PAPI_INT_SIGNAL);
+	c->timer_on = c->signal_on = 0;
+}
+
+static int it2_overflow_start(it2_control_t *c)
+{
+	int rc = PAPI_OK;
+	if ((c->set.ovf_exact | c->set.ovf_polled) &&
+	    (rc = _papi_hwi_start_signal(PAPI_INT_SIGNAL, NEED_CONTEXT, _itanium2_vector.cmp_info.CmpIdx)) == PAPI_OK)
+		c->signal_on = 1;
+	if (rc == PAPI_OK && c->set.ovf_polled &&
+	    (rc = _papi_hwi_start_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig, _papi_os_info.itimer_ns)) ==
+	            PAPI_OK)
+		c->timer_on = 1;
+	if (rc != PAPI_OK)
+		it2_overflow_stop(c);
+	return rc;
+}
+
 static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	it2_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(it2_set_start(&c->set));
+	int rc = it2_overflow_start(c);
+	if (rc != PAPI_OK)
+		return rc;
+	rc = heritage_papi_fail(it2_set_start(&c->set));
+	if (rc != PAPI_OK)
+		it2_overflow_stop(c);
+	return rc;
 }
 
-/* PAPI's software overflow: the PC is where PAPI's timer tick found the
- * thread; it2_set_read is async-signal-safe. */
+static int it2_set_overflow_op(EventSetInfo_t *ESI, int EventIndex, int threshold)
+{
+	it2_control_t *c = ESI->ctl_state;
+	int pos = ESI->EventInfoArray[EventIndex].pos[0];
+
+	if (pos < 0)
+		return PAPI_EINVAL;
+	return heritage_papi_fail(it2_set_overflow(&c->set, (unsigned)pos, threshold, PAPI_INT_SIGNAL));
+}
+
+/* PAPI_INT_SIGNAL, from the backend (an exact overflow came due) or from
+ * PAPI's timer (the polled events, or PAPI_OVERFLOW_FORCE_SW, which PAPI
+ * itself compares).  it2_set_read is async-signal-safe. */
 static void it2_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
 {
+	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+	int cidx = _itanium2_vector.cmp_info.CmpIdx;
+	EventSetInfo_t *ESI = thread ? thread->running_eventset[cidx] : NULL;
 	(void)sig;
-	heritage_dispatch_timer(&_itanium2_vector, si, uc);
+
+	if (!ESI || !uc || !(ESI->state & PAPI_OVERFLOWING))
+		return;
+	if (!(ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE)) {
+		heritage_dispatch_timer(&_itanium2_vector, si, uc);
+		return;
+	}
+	it2_control_t *c = ESI->ctl_state;
+	_papi_hwi_context_t hctx = { .si = si, .ucontext = (hwd_ucontext_t *)uc };
+	int is_hw = 0;
+	uintptr_t pc = 0;
+	uint32_t due = it2_set_overflow_take(&c->set, &pc);
+	if (due)
+		_papi_hwi_dispatch_overflow_signal(&hctx, (vptr_t)pc, &is_hw, due, 0, &thread, cidx);
+	if (c->set.ovf_polled && it2_set_read(&c->set) == 0 && (due = it2_set_overflow_poll(&c->set)) != 0)
+		_papi_hwi_dispatch_overflow_signal(&hctx, GET_OVERFLOW_ADDRESS(hctx), &is_hw, due, 0, &thread, cidx);
 }
 
 static int it2_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	it2_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(it2_set_stop(&c->set));
+	int rc = heritage_papi_fail(it2_set_stop(&c->set));
+	if (rc == PAPI_OK)
+		it2_overflow_stop(c);
+	return rc;
 }
 
 static int it2_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)
@@ -294,6 +362,9 @@ papi_vector_t _itanium2_vector = {
 		.available_domains = PAPI_DOM_USER,
 		.default_granularity = PAPI_GRN_THR,
 		.available_granularities = PAPI_GRN_THR,
+		/* PAPI_overflow reaches set_overflow: the backends deliver data-range
+		 * overflow themselves, exactly; the rest is polled on a timer. */
+		.hardware_intr = 1,
 		.hardware_intr_sig = PAPI_INT_SIGNAL,
 		/* Its events take :exact= (PAPI's flag for qualified events). */
 		.cntr_umasks = 1,
@@ -312,6 +383,7 @@ papi_vector_t _itanium2_vector = {
 	.update_control_state = it2_update_control_state,
 	.start = it2_start,
 	.dispatch_timer = it2_dispatch_timer,
+	.set_overflow = it2_set_overflow_op,
 	.stop = it2_stop,
 	.read = it2_read,
 	.reset = it2_reset,

@@ -230,6 +230,15 @@ int it2_set_start(struct it2_set *s)
 		                     "call PAPI_set_opt(PAPI_INSTR_ADDRESS) first");
 
 	memset(&s->ws, 0, sizeof s->ws);
+	for (unsigned i = 0; i < s->nevents; i++)
+		if (s->ovf_exact & (1u << i))
+			req->overflow_fields |= 1u << s->field[i];
+	if (req->overflow_fields) {
+		s->ws.ovf = &s->ovf;
+		watch_overflow_arm(&s->ovf);
+	}
+	for (unsigned i = 0; i < s->nevents; i++)
+		s->ovf_deadline[i] = s->ovf_threshold[i];
 	req->want_data = want_data;
 	req->want_code = want_code;
 	req->want_misaligned = want_misaligned;
@@ -286,6 +295,11 @@ int it2_set_reset(struct it2_set *s)
 			return err;
 	}
 	watch_session_reset(&s->ws);
+	/* Counting starts from zero again, and so does the way to each threshold. */
+	if (s->ws.ovf)
+		watch_overflow_arm(&s->ovf);
+	for (unsigned i = 0; i < s->nevents; i++)
+		s->ovf_deadline[i] = s->ovf_threshold[i];
 	s->cpu_ns_acc = 0;
 	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
@@ -308,4 +322,67 @@ int it2_set_read(struct it2_set *s)
 		if (it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].counts == IT2_COUNT_CYCLES)
 			s->values[i] = (long long)(cpu_ns * (IT2_NOMINAL_HZ / 1000000) / 1000);
 	return 0;
+}
+
+/* Each field's threshold is its armed exact event's, or none. */
+static void field_thresholds(struct it2_set *s)
+{
+	for (int f = 0; f < WATCH_NFIELDS; f++) {
+		s->ovf.threshold[f] = 0;
+		for (unsigned i = 0; i < s->nevents; i++)
+			if ((s->ovf_exact & (1u << i)) && s->field[i] == f)
+				s->ovf.threshold[f] = (uint64_t)s->ovf_threshold[i];
+	}
+}
+
+int it2_set_overflow(struct it2_set *s, unsigned pos, long long threshold, int signal)
+{
+	if (pos >= s->nevents)
+		return heritage_fail(-EINVAL, "itanium2: no event at position %u of the set", pos);
+	uint32_t bit = 1u << pos;
+	s->ovf_exact &= ~bit;
+	s->ovf_polled &= ~bit;
+	s->ovf_threshold[pos] = 0;
+	if (threshold < 0)
+		return heritage_fail(-EINVAL, "itanium2: overflow threshold %lld: must be positive", threshold);
+	if (threshold == 0) {
+		field_thresholds(s);
+		return 0;
+	}
+	const struct it2_event *e = &it2_events[s->codes[pos] & IT2_CODE_INDEX_MASK];
+	int exact = e->counts != IT2_COUNT_CYCLES && ((1u << s->field[pos]) & WATCH_OVERFLOW_DATA_FIELDS);
+	if (exact) {
+		for (unsigned i = 0; i < s->nevents; i++)
+			if ((s->ovf_exact & (1u << i)) && s->field[i] == s->field[pos])
+				return heritage_fail(-EBUSY, "itanium2: %s and %s count the same accesses; only one of them "
+				                     "can overflow", e->name, it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].name);
+		s->ovf.signal = signal;
+		s->ovf_exact |= bit;
+	} else {
+		s->ovf_polled |= bit;
+	}
+	s->ovf_threshold[pos] = threshold;
+	field_thresholds(s);
+	return 0;
+}
+
+uint32_t it2_set_overflow_take(struct it2_set *s, uintptr_t *pc)
+{
+	uint32_t fields = watch_overflow_take(&s->ovf, pc), pos = 0;
+	for (unsigned i = 0; i < s->nevents && fields; i++)
+		if ((s->ovf_exact & (1u << i)) && (fields & (1u << s->field[i])))
+			pos |= 1u << i;
+	return pos;
+}
+
+uint32_t it2_set_overflow_poll(struct it2_set *s)
+{
+	uint32_t due = 0;
+	for (unsigned i = 0; i < s->nevents; i++) {
+		if (!(s->ovf_polled & (1u << i)) || s->values[i] < s->ovf_deadline[i])
+			continue;
+		due |= 1u << i;
+		s->ovf_deadline[i] = s->values[i] + s->ovf_threshold[i];
+	}
+	return due;
 }

@@ -36,6 +36,12 @@ struct it2_set {
 	int has_cycles;                    /* CPU_CYCLES is in the set */
 	uint64_t cpu_ns_at_start, cpu_ns_acc;
 	long long values[IT2_MAX_EVENTS];
+
+	/* PAPI_overflow (it2_set_overflow): per position, 0 = not armed. */
+	long long ovf_threshold[IT2_MAX_EVENTS];
+	long long ovf_deadline[IT2_MAX_EVENTS];   /* polled ones */
+	uint32_t ovf_exact, ovf_polled;          /* position bits */
+	struct watch_overflow ovf;               /* the backend's, for the exact ones */
 };
 
 /* Also reads PAPI_HERITAGE_ITANIUM2_MODE; 0 or -EINVAL (bad value). */
@@ -63,5 +69,19 @@ int it2_set_stop(struct it2_set *s);
 int it2_set_reset(struct it2_set *s);
 /* Fills s->values in event order; async-signal-safe. */
 int it2_set_read(struct it2_set *s);
+
+/* PAPI_overflow with the component's own delivery (threshold 0 disarms).
+ * Data-range events overflow exactly: the backend counts the access that
+ * reaches the threshold and sends `signal` to the counting thread
+ * (watch.h, struct watch_overflow).  CPU_CYCLES and the instruction events
+ * are polled: it2_set_overflow_poll on a timer.  Two armed events counting
+ * the same thing are -EBUSY.  Before start. */
+int it2_set_overflow(struct it2_set *s, unsigned pos, long long threshold, int signal);
+/* In the signal's handler: the positions whose exact overflow came due
+ * since the last take, and the PC of the access that made the last one. */
+uint32_t it2_set_overflow_take(struct it2_set *s, uintptr_t *pc);
+/* On a timer tick, after it2_set_read: the polled positions whose value
+ * reached its deadline; each deadline moves to value + threshold. */
+uint32_t it2_set_overflow_poll(struct it2_set *s);
 
 #endif

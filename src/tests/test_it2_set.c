@@ -9,6 +9,8 @@
  * backend asks the probe and prints why it skips.
  */
 #include <check.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -469,6 +471,100 @@ START_TEST(a_data_range_counts_loads_and_stores_in_event_order)
 }
 END_TEST
 
+/* Data events overflow from the backend, exactly; CPU_CYCLES and the
+ * instruction events are polled against deadlines. */
+START_TEST(overflow_is_exact_for_data_events_and_polled_for_the_rest)
+{
+	struct it2_set s;
+	const unsigned codes[] = { IT2_STORES_RETIRED, IT2_LOADS_RETIRED, IT2_CPU_CYCLES };
+
+	init(&s);
+	ck_assert_int_eq(it2_set_events(&s, codes, 3), 0);
+	ck_assert_int_eq(it2_set_overflow(&s, 1, 7, SIGUSR1), 0);
+	ck_assert_int_eq(it2_set_overflow(&s, 2, 1000, SIGUSR1), 0);
+	ck_assert_uint_eq(s.ovf_exact, 1u << 1);
+	ck_assert_uint_eq(s.ovf_polled, 1u << 2);
+	ck_assert_uint_eq(s.ovf.threshold[WATCH_FIELD_LOADS], 7);
+	ck_assert_uint_eq(s.ovf.threshold[WATCH_FIELD_STORES], 0);
+	ck_assert_int_eq(it2_set_overflow(&s, 0, -1, SIGUSR1), -EINVAL);
+	ck_assert_int_eq(it2_set_overflow(&s, 5, 1, SIGUSR1), -EINVAL);
+
+	/* Polled: due at the deadline, which then moves to value + threshold. */
+	s.ovf_deadline[2] = 1000;
+	s.values[2] = 999;
+	ck_assert_uint_eq(it2_set_overflow_poll(&s), 0);
+	s.values[2] = 1500;
+	ck_assert_uint_eq(it2_set_overflow_poll(&s), 1u << 2);
+	ck_assert_int_eq(s.ovf_deadline[2], 2500);
+	ck_assert_uint_eq(it2_set_overflow_poll(&s), 0);
+
+	/* Exact: the backend's pending field comes back as the event's position. */
+	uintptr_t pc;
+	atomic_store(&s.ovf.pending, 1u << WATCH_FIELD_LOADS);
+	atomic_store(&s.ovf.pending_pc, 0x4242);
+	ck_assert_uint_eq(it2_set_overflow_take(&s, &pc), 1u << 1);
+	ck_assert_uint_eq(pc, 0x4242);
+
+	/* Disarmed. */
+	ck_assert_int_eq(it2_set_overflow(&s, 1, 0, SIGUSR1), 0);
+	ck_assert_uint_eq(s.ovf_exact, 0);
+	ck_assert_uint_eq(s.ovf.threshold[WATCH_FIELD_LOADS], 0);
+}
+END_TEST
+
+static struct it2_set *overflow_set;
+static int overflow_calls;
+static uintptr_t overflow_pcs[16];
+
+static void on_overflow(int sig)
+{
+	uintptr_t pc;
+	(void)sig;
+	if (it2_set_overflow_take(overflow_set, &pc) && overflow_calls < 16)
+		overflow_pcs[overflow_calls++] = pc;
+}
+
+/* 10 loads at threshold 3: 3 deliveries, each after the access that made
+ * it due (the backend holds the signal until the access is done), each
+ * with a PC inside the workload. */
+START_TEST(a_data_range_overflows_every_threshold_loads)
+{
+	unsigned n;
+	char why[WATCH_ERRLEN];
+	const struct heritage_backend *t = watch_backend_table(&n);
+	if (heritage_backend_usable(&t[WATCH_BACKEND_PAGETRAP - 1], why, sizeof why) != 0) {
+		printf("skipped: pagetrap cannot count here: %s\n", why);
+		return;
+	}
+	struct it2_set s;
+	uintptr_t r = region();
+	int so, eo;
+	const unsigned codes[] = { EXACT1(IT2_LOADS_RETIRED) };
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_overflow;
+	sigaction(SIGUSR1, &sa, &old);
+	init(&s);
+	overflow_set = &s;
+	overflow_calls = 0;
+	ck_assert_int_eq(it2_set_events(&s, codes, 1), 0);
+	ck_assert_int_eq(it2_set_range(&s, 0, r, r + 8, 0, 0, &so, &eo), 0);
+	ck_assert_int_eq(it2_set_overflow(&s, 0, 3, SIGUSR1), 0);
+	ck_assert_msg(it2_set_start(&s) == 0, "start: %s", heritage_last_error());
+	ck_assert_int_eq(s.ws.backend, WATCH_BACKEND_PAGETRAP);
+	workload((volatile uint64_t *)r);
+	ck_assert_int_eq(it2_set_stop(&s), 0);
+	ck_assert_int_eq(it2_set_read(&s), 0);
+	sigaction(SIGUSR1, &old, NULL);
+	ck_assert_int_eq(s.values[0], 10);
+	ck_assert_int_eq(overflow_calls, 3);
+	for (int i = 0; i < overflow_calls; i++)
+		ck_assert_msg(overflow_pcs[i] >= (uintptr_t)workload && overflow_pcs[i] < (uintptr_t)workload + 256,
+		              "delivery %d at %#lx, outside the workload", i, (unsigned long)overflow_pcs[i]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("it2_set");
@@ -489,6 +585,8 @@ int main(void)
 	tcase_add_test(tc, only_the_starting_thread_may_read_reset_or_stop);
 	tcase_add_test(tc, a_running_set_keeps_its_ranges);
 	tcase_add_test(tc, a_data_range_counts_loads_and_stores_in_event_order);
+	tcase_add_test(tc, overflow_is_exact_for_data_events_and_polled_for_the_rest);
+	tcase_add_test(tc, a_data_range_overflows_every_threshold_loads);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

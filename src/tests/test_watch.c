@@ -7,6 +7,8 @@
  * probe for their mechanism and print why they skip when it is missing.
  */
 #include <check.h>
+#include <pthread.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,6 +239,53 @@ START_TEST(breakpoint_takes_one_aligned_word_of_data)
 	r.code_pair[0].end = buf + 16;
 	ck_assert_int_eq(choose(&r, WATCH_BACKEND_BREAKPOINT, &b, why), -ENOTSUP);
 	ASSERT_WHY(why, "instruction ranges");
+	/* It cannot say which load reached an overflow threshold. */
+	r = data_req(buf, buf + 8);
+	r.overflow_fields = 1u << WATCH_FIELD_LOADS;
+	ck_assert_int_eq(choose(&r, WATCH_BACKEND_BREAKPOINT, &b, why), -ENOTSUP);
+	ASSERT_WHY(why, "PAPI_overflow");
+	ck_assert_int_eq(choose(&r, WATCH_BACKEND_AUTO, &b, why), 0);
+	ck_assert_int_eq(b, WATCH_BACKEND_PAGETRAP);
+}
+END_TEST
+
+/* Every threshold counts one delivery, with the PC of the access that
+ * reached it; a rep instruction passing several is one; the signal goes to
+ * this thread (blocked here, so it is seen pending). */
+START_TEST(overflow_comes_due_every_threshold_counts)
+{
+	struct watch_overflow o;
+	sigset_t usr1, old, pending;
+	uintptr_t pc = 0;
+
+	memset(&o, 0, sizeof o);
+	o.threshold[WATCH_FIELD_STORES] = 10;
+	o.signal = SIGUSR1;
+	watch_overflow_arm(&o);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	for (int i = 0; i < 9; i++)
+		watch_overflow_note(&o, WATCH_FIELD_STORES, 1, 0x1000 + (uintptr_t)i);
+	watch_overflow_note(&o, WATCH_FIELD_LOADS, 100, 0x2000); /* not armed */
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 0);
+	watch_overflow_note(&o, WATCH_FIELD_STORES, 1, 0x1009);
+	sigpending(&pending);
+	ck_assert_int_eq(sigismember(&pending, SIGUSR1), 1);
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 1u << WATCH_FIELD_STORES);
+	ck_assert_uint_eq(pc, 0x1009);
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 0);
+	/* 25 at once from 10 to go: due once, 5 left to the next. */
+	watch_overflow_note(&o, WATCH_FIELD_STORES, 25, 0x3000);
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 1u << WATCH_FIELD_STORES);
+	ck_assert_uint_eq(o.left[WATCH_FIELD_STORES], 5);
+	watch_overflow_note(&o, WATCH_FIELD_STORES, 4, 0x3001);
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 0);
+	watch_overflow_note(&o, WATCH_FIELD_STORES, 1, 0x3002);
+	ck_assert_uint_eq(watch_overflow_take(&o, &pc), 1u << WATCH_FIELD_STORES);
+	int sig;
+	sigwait(&usr1, &sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 END_TEST
 
@@ -443,6 +492,7 @@ int main(void)
 	tc = tcase_create("fits");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, breakpoint_takes_one_aligned_word_of_data);
+	tcase_add_test(tc, overflow_comes_due_every_threshold_counts);
 	tcase_add_test(tc, pagetrap_takes_data_ranges_or_code_ranges);
 	tcase_add_test(tc, instrument_needs_an_instrumented_program);
 	tcase_add_test(tc, auto_takes_the_first_that_fits_or_lists_every_reason);

@@ -61,6 +61,9 @@ struct watch_request {
 	unsigned ncode;
 	struct watch_interval code_pair[WATCH_CODE_PAIRS];
 	int want_code;
+	/* 1 << enum watch_field of the fields whose overflow the backend must
+	 * deliver (watch_session.ovf); a backend that cannot refuses in fits(). */
+	unsigned overflow_fields;
 };
 
 struct watch_counts {
@@ -87,8 +90,38 @@ static inline uint64_t watch_counts_field(const struct watch_counts *c, enum wat
 	return v;
 }
 
-struct watch_backend_ops;
+/* Overflow delivered by the backend itself (PAPI_overflow on itanium2's
+ * data-range events): every threshold[f] counts of field f the backend marks
+ * the field pending, with the PC of the access that reached it, and sends
+ * its own thread `signal`.  The backends keep async signals out until the
+ * access is complete (the page-trap window closed), so the application's
+ * handler runs after it, outside the backend, and may touch the watched
+ * data (counted, like any access).  A field that comes due again before
+ * the first delivery was taken is one delivery (a signal is not queued). */
+struct watch_overflow {
+	uint64_t threshold[WATCH_NFIELDS];  /* 0: that field does not overflow */
+	uint64_t left[WATCH_NFIELDS];       /* counts to the next delivery */
+	int signal;
+	_Atomic uint32_t pending;           /* fields due, taken by watch_overflow_take */
+	_Atomic uintptr_t pending_pc;       /* the access that made the last one due */
+};
 
+/* The fields a backend delivers overflow for: the data ones.  Instruction
+ * counts come from single-stepping with signals held, so their overflow is
+ * polled on a timer (the component's business). */
+#define WATCH_OVERFLOW_DATA_FIELDS                                                                    \
+	((1u << WATCH_FIELD_LOADS) | (1u << WATCH_FIELD_STORES) | (1u << WATCH_FIELD_MISALIGNED_LOADS) | \
+	 (1u << WATCH_FIELD_MISALIGNED_STORES))
+
+/* Arms o for the thresholds set (left = threshold, nothing pending). */
+void watch_overflow_arm(struct watch_overflow *o);
+/* In a backend's counting path (async-signal-safe): n more counts of field
+ * f, made by the instruction at pc. */
+void watch_overflow_note(struct watch_overflow *o, enum watch_field f, uint64_t n, uintptr_t pc);
+/* The fields due since the last take (0: none) and the PC; clears them. */
+uint32_t watch_overflow_take(struct watch_overflow *o, uintptr_t *pc);
+
+struct watch_backend_ops;
 /* One per PAPI event set; the caller owns the storage and zeroes it. */
 struct watch_session {
 	struct watch_request req;
@@ -99,6 +132,8 @@ struct watch_session {
 	int bp_fd[8];                          /* breakpoint backend: perf fds */
 	int nbp_fd;
 	void *priv;                            /* backend scratch */
+	/* Set with req.overflow_fields before start (NULL: no overflow). */
+	struct watch_overflow *ovf;
 };
 
 struct watch_backend_ops {

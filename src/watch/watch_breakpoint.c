@@ -128,6 +128,11 @@ static int breakpoint_fits(const struct watch_request *req, char *why, size_t le
 		snprintf(why, len, "debug registers cannot combine a data range with an instruction range");
 		return -ENOTSUP;
 	}
+	if (req->overflow_fields) {
+		snprintf(why, len, "the kernel counts the debug registers' loads without a signal each, so no load can "
+		         "be the one that reached a PAPI_overflow threshold (page-trap and instrument backends can)");
+		return -ENOTSUP;
+	}
 	if (split_words(req, w, BP_MAX_WORDS) < 0) {
 		snprintf(why, len, "the cover is not one naturally aligned word of 1, 2, 4 or 8 bytes "
 		         "(the word takes an RW and a W debug register; two words could count one access twice)");

@@ -51,6 +51,7 @@ struct instrument_tls {
 	int slow;                /* need the exact test below */
 	struct watch_request req;
 	struct watch_counts c;
+	struct watch_overflow *ovf; /* overflow to deliver (the slow path notes it) */
 };
 
 static __thread struct instrument_tls it __attribute__((tls_model("initial-exec")));
@@ -122,6 +123,12 @@ static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int
 	} else {
 		it.c.loads++;
 		it.c.misaligned_loads += misaligned;
+	}
+	if (it.ovf) {
+		watch_overflow_note(it.ovf, store ? WATCH_FIELD_STORES : WATCH_FIELD_LOADS, 1, pc);
+		if (misaligned)
+			watch_overflow_note(it.ovf, store ? WATCH_FIELD_MISALIGNED_STORES : WATCH_FIELD_MISALIGNED_LOADS,
+			                    1, pc);
 	}
 }
 
@@ -682,7 +689,8 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 				it.hi = r->data[i].end;
 		}
 	}
-	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned;
+	it.ovf = r->overflow_fields ? s->ovf : NULL;
+	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned || it.ovf;
 	/* Poison after the bounds are set: a report from now on is counted. */
 	if (shadow_ready && !r->data_all && r->ndata > 0) {
 		int err = shadow_claim_start(s, why, len);
@@ -716,6 +724,7 @@ static void instrument_stop(struct watch_session *s)
 
 	box_remove(it.lo, it.hi);
 	it.lo = it.hi = 0;
+	it.ovf = NULL;
 	instrument_read(s, &live);
 	if (exe)
 		exe->set_thread(0, 0, 0, NULL, NULL);

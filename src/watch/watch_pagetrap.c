@@ -102,6 +102,7 @@ struct pt_slot {
 	unsigned nby_code;
 	struct watch_interval by_code[WATCH_CODE_PAIRS];
 	struct watch_counts counts;
+	struct watch_overflow *ovf; /* the session's, in its owner's memory (never watched) */
 };
 
 /* The one open window: the instruction being stepped with pages open. */
@@ -251,6 +252,13 @@ static void count_access(int self, uintptr_t rip, uintptr_t base, uint32_t size,
 			sl->counts.stores += n;
 			if (mis)
 				sl->counts.misaligned_stores += n;
+		}
+		if (sl->ovf) {
+			/* Delivered once the window closes: it keeps async signals out. */
+			watch_overflow_note(sl->ovf, WATCH_FIELD_LOADS, load ? n : 0, rip);
+			watch_overflow_note(sl->ovf, WATCH_FIELD_STORES, store ? n : 0, rip);
+			watch_overflow_note(sl->ovf, WATCH_FIELD_MISALIGNED_LOADS, load && mis ? n : 0, rip);
+			watch_overflow_note(sl->ovf, WATCH_FIELD_MISALIGNED_STORES, store && mis ? n : 0, rip);
 		}
 	}
 }
@@ -917,6 +925,7 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 			slot->nby_code = req.ncode;
 			memcpy(slot->by_code, req.code_pair, req.ncode * sizeof *req.code_pair);
 		}
+		slot->ovf = req.overflow_fields ? s->ovf : NULL;
 		slot->used = 1;
 		if (ncode) {
 			atomic_store(&pt->code_used, 1);
