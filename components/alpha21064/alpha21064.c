@@ -184,7 +184,16 @@ static int alpha_set_overflow(EventSetInfo_t *ESI, int EventIndex, int threshold
 static int alpha_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 {
 	(void)ctx;
-	return heritage_user_level_ctl(code, option);
+	switch (code) {
+	case PAPI_MULTIPLEX:
+		/* kernel_multiplex: a set holds one event per counter, each
+		 * counting the whole run; two for one counter stay
+		 * PAPI_ECNFLCT, as an unreadable counter cannot be
+		 * time-sliced (alpha21064(3), MULTIPLEXING). */
+		return PAPI_OK;
+	default:
+		return heritage_user_level_ctl(code, option);
+	}
 }
 
 /* Stepping sees user-level instructions only; the PMU backend counts only
@@ -323,6 +332,9 @@ papi_vector_t _alpha21064_vector = {
 		.kernel_version = "n/a",
 		.num_cntrs = ALPHA_NCOUNTERS,
 		.num_mpx_cntrs = ALPHA_NCOUNTERS,
+		/* PAPI_set_multiplex comes to ctl, not to PAPI's software
+		 * multiplexer (which adds PAPI_TOT_CYC, another component's). */
+		.kernel_multiplex = 1,
 		.default_domain = PAPI_DOM_USER,
 		.available_domains = PAPI_DOM_USER,
 		.default_granularity = PAPI_GRN_THR,

@@ -215,6 +215,11 @@ static int it2_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 		                        &r->start_off, &r->end_off);
 		return heritage_papi_fail(err);
 	}
+	case PAPI_MULTIPLEX:
+		/* kernel_multiplex: every event has a software counter of its
+		 * own for the whole run, nothing to time-slice; counts stay
+		 * exact (itanium2(3), MULTIPLEXING). */
+		return PAPI_OK;
 	default:
 		return heritage_user_level_ctl(code, option);
 	}
@@ -358,6 +363,9 @@ papi_vector_t _itanium2_vector = {
 		.kernel_version = "n/a",
 		.num_cntrs = IT2_MAX_EVENTS,
 		.num_mpx_cntrs = IT2_MAX_EVENTS,
+		/* PAPI_set_multiplex comes to ctl, not to PAPI's software
+		 * multiplexer (which adds PAPI_TOT_CYC, another component's). */
+		.kernel_multiplex = 1,
 		.default_domain = PAPI_DOM_USER,
 		.available_domains = PAPI_DOM_USER,
 		.default_granularity = PAPI_GRN_THR,

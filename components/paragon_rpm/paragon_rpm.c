@@ -153,6 +153,11 @@ static int rpm_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 	case PAPI_GRANUL:
 	case PAPI_DEFGRN:
 		return PAPI_OK;
+	case PAPI_MULTIPLEX:
+		/* kernel_multiplex: every event reads its own never-reset
+		 * source for the whole run, nothing to time-slice; counts stay
+		 * what an unmultiplexed set reads (paragon_rpm(3), PAPI EVENTS). */
+		return PAPI_OK;
 	default:
 		return PAPI_ENOSUPP;
 	}
@@ -260,6 +265,9 @@ papi_vector_t _paragon_rpm_vector = {
 		.kernel_version = "n/a",
 		.num_cntrs = RPM_MAX_EVENTS,
 		.num_mpx_cntrs = RPM_MAX_EVENTS,
+		/* PAPI_set_multiplex comes to ctl, not to PAPI's software
+		 * multiplexer (which adds PAPI_TOT_CYC, another component's). */
+		.kernel_multiplex = 1,
 		.default_domain = PAPI_DOM_ALL,
 		.available_domains = PAPI_DOM_ALL,
 		.default_granularity = PAPI_GRN_SYS,

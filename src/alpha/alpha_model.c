@@ -27,7 +27,9 @@ int alpha_select_events(struct alpha_select *sel, const unsigned *codes, unsigne
 		unsigned c = e->counter;
 		if (s.used[c])
 			return heritage_fail(-EBUSY, "alpha21064: %s and %s both count only on counter %u, which "
-			                     "holds one event at a time; put one of them in another event set",
+			                     "holds one event at a time; put one of them in another event set "
+			                     "(multiplexing cannot share the counter: one that cannot be read "
+			                     "cannot be time-sliced and scaled)",
 			                     alpha_events[owner[c] & ALPHA_CODE_INDEX_MASK].name, e->name, c);
 		s.used[c] = 1;
 		s.feed[c] = e->feed;
