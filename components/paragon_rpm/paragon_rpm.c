@@ -238,7 +238,13 @@ static int rpm_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 	snprintf(info->units, sizeof info->units, "%s", e->units);
 	info->data_type = e->fp64 ? PAPI_DATATYPE_FP64 : PAPI_DATATYPE_UINT64;
 	info->value_type = e->absolute ? PAPI_VALUETYPE_ABSOLUTE : PAPI_VALUETYPE_RUNNING_SUM;
-	info->timescope = e->absolute ? PAPI_TIMESCOPE_POINT : PAPI_TIMESCOPE_SINCE_START;
+	/* Every event counts since a start: PAPI_start's, or boot's for the
+	 * clock (rpm_time, rpm_time_s: ABSOLUTE, not zeroed by PAPI_start), whose
+	 * difference between two readings is the time between them.  None is an
+	 * instantaneous value (PAPI_TIMESCOPE_POINT: a temperature, a power),
+	 * which the high-level API would report at a region's end instead of
+	 * the region's difference. */
+	info->timescope = PAPI_TIMESCOPE_SINCE_START;
 	return PAPI_OK;
 }
 
