@@ -7,7 +7,7 @@
  * that loop, that the profile buckets filled, and that what cannot overflow
  * is refused with a reason.
  *
- *   overflow ROW handler|profil|sprofil [force_sw]
+ *   overflow ROW handler|profil|sprofil|profil_cleanup [force_sw]
  *   overflow refusals
  *
  * Delivery counts: where the component delivers from its own counting
@@ -291,7 +291,7 @@ static unsigned sum_buckets(const unsigned short *b, size_t n)
 /* PAPI_profil with one 16-bit bucket per 2 bytes of the work loop's code
  * (scale 65536), or PAPI_sprofil with that region and a decoy region of
  * the same size elsewhere that must stay empty. */
-static void test_profil(const struct row *r, int force_sw, int sprofil)
+static void test_profil(const struct row *r, int force_sw, int sprofil, int cleanup_armed)
 {
 	int code;
 	int es = make_set(r, &code);
@@ -326,7 +326,9 @@ static void test_profil(const struct row *r, int force_sw, int sprofil)
 	 * PAPI_cleanup_eventset of a still-profiling set with hardware
 	 * interrupts disarms the overflow first and then fails its profile's
 	 * PAPI_EINVAL). */
-	if (sprofil)
+	if (cleanup_armed) /* PAPI cleans the profile up itself (papi-7.0.0-cleanup-profiling.patch) */
+		EXPECT_EQ("PAPI_cleanup_eventset of a still-profiling set", PAPI_cleanup_eventset(es), PAPI_OK);
+	else if (sprofil)
 		CHECK_PAPI(PAPI_sprofil(sp, 2, es, code, 0, flags));
 	else
 		CHECK_PAPI(PAPI_profil(buf, (unsigned)(nb * 2), (vptr_t)lo, 65536, es, code, 0, flags));
@@ -450,7 +452,9 @@ int main(int argc, char **argv)
 	if (!strcmp(how, "handler"))
 		test_handler(r, force_sw);
 	else if (!strcmp(how, "profil") || !strcmp(how, "sprofil"))
-		test_profil(r, force_sw, !strcmp(how, "sprofil"));
+		test_profil(r, force_sw, !strcmp(how, "sprofil"), 0);
+	else if (!strcmp(how, "profil_cleanup"))
+		test_profil(r, force_sw, 0, 1);
 	else {
 		fprintf(stderr, "overflow: no mode %s\n", how);
 		return 2;
