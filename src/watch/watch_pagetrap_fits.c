@@ -15,6 +15,7 @@
 #include "watch_x86.h"
 
 #include <asm/prctl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <stdarg.h>
@@ -237,6 +238,53 @@ static int check_code_ranges(const struct watch_request *req, char *why, size_t 
 	return mapped ? 0 : no_page_mapped("code", req->code_pair, req->ncode, why, len);
 }
 
+/* The calling thread's static TLS blocks the handlers' path reads: every
+ * loaded object's but the program's own (libc's errno and locale, libpapi's
+ * one_step and lock masks, capstone's and the allocator's), and the thread
+ * control block at the thread pointer (the stack protector's canary, the
+ * thread's own pointer).  A fault there inside a handler would open a window
+ * nested in the one being set up.  The program's own block is the
+ * application's data (a __thread array) and can be watched, except when the
+ * engine is linked into the program itself.  A program's __thread array
+ * sits between these blocks and the control block, sharing a page with them
+ * unless it is page-aligned and a whole number of pages long: then it is
+ * refused with the reason. */
+struct tls_blocks {
+	uintptr_t own_code;
+	unsigned n;
+	uintptr_t lo[32], hi[32];
+};
+
+static int collect_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct tls_blocks *t = arg;
+	(void)size;
+	int is_main = !info->dlpi_name || !info->dlpi_name[0], holds_engine = 0;
+	const ElfW(Phdr) *tls = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_TLS)
+			tls = ph;
+		else if (ph->p_type == PT_LOAD && t->own_code >= a && t->own_code < a + ph->p_memsz)
+			holds_engine = 1;
+	}
+	if (!tls || !info->dlpi_tls_data || (is_main && !holds_engine) || t->n >= sizeof t->lo / sizeof t->lo[0])
+		return 0;
+	t->lo[t->n] = (uintptr_t)info->dlpi_tls_data;
+	t->hi[t->n] = (uintptr_t)info->dlpi_tls_data + tls->p_memsz;
+	t->n++;
+	return 0;
+}
+
+/* struct pthread's size (glibc exports it for libthread_db); 4 KiB when it
+ * cannot be found, more than any glibc's. */
+static uintptr_t tcb_bytes(void)
+{
+	const unsigned *sz = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+	return sz && *sz ? *sz : PAGE;
+}
+
 int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void), char *why, size_t len)
 {
 	if (!req) {
@@ -287,8 +335,10 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 
 	/* The decoder's, the parker's, the signal engine's (its state, its
 	 * signal stacks, every client's state: the page-trap backend's own among
-	 * them), the protected pages' and the thread control block (stack protector canary): the
-	 * handlers' path reads all of them, and libc's single-thread flag. */
+	 * them), the protected pages' and the thread control block (stack
+	 * protector canary; with the TLS blocks below, checked first for the
+	 * message): the handlers' path reads all of them, and libc's
+	 * single-thread flag. */
 	uintptr_t own[4 + 2 + WATCH_SIGNAL_MAX_CLIENTS][2];
 	unsigned nown = 0;
 	watch_x86_state_range(&own[nown][0], &own[nown][1]);
@@ -300,10 +350,17 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 	uint64_t fs = 0;
 	watch_sys3(SYS_arch_prctl, ARCH_GET_FS, (long)&fs, 0);
 	own[nown][0] = (uintptr_t)fs;
-	own[nown][1] = (uintptr_t)fs + 64;
+	own[nown][1] = (uintptr_t)fs + tcb_bytes();
 	nown++;
 	while (nown < sizeof own / sizeof own[0] && watch_signal_state_range(nown - 4, &own[nown][0], &own[nown][1]))
 		nown++;
+
+	struct tls_blocks tls = { .own_code = (uintptr_t)(void *)&watch_pagetrap_fits, .n = 0 };
+	dl_iterate_phdr(collect_tls, &tls);
+	tls.lo[tls.n] = own[3][0]; /* the control block: after the blocks, in the same message */
+	tls.hi[tls.n] = own[3][1];
+	if (tls.n < sizeof tls.lo / sizeof tls.lo[0])
+		tls.n++;
 
 	uintptr_t mapped = 0;
 	for (unsigned i = 0; i < req->ndata; i++) {
@@ -312,6 +369,16 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) is empty or reversed", i,
 			        (unsigned long)lo, (unsigned long)hi);
 			return -EINVAL;
+		}
+		for (unsigned k = 0; k < tls.n; k++) {
+			if (overlaps_pages(lo, hi, tls.lo[k], tls.hi[k])) {
+				set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) shares a page with the thread-local "
+				        "storage of the thread control block, the C library or libpapi [%#lx, %#lx), which "
+				        "the engine's handlers use; for a __thread array, align it to 4096 bytes and make "
+				        "its size a multiple of 4096, or use another backend", i, (unsigned long)lo,
+				        (unsigned long)hi, (unsigned long)tls.lo[k], (unsigned long)tls.hi[k]);
+				return -EINVAL;
+			}
 		}
 		for (unsigned k = 0; k < nown; k++) {
 			if (overlaps_pages(lo, hi, own[k][0], own[k][1])) {
