@@ -116,6 +116,15 @@ static int is_runtime_object(const char *path)
 	       !strcmp(base, "[vdso]") || !strcmp(base, "[vsyscall]") || !strncmp(base, "[vvar", 5);
 }
 
+/* Only executable pages count as mapped code: a coarse instruction cover is
+ * a power-of-two block of addresses, and one that crosses a page usually
+ * reaches the program's ELF headers, .rodata, .data or a hole (a loop
+ * straddling two pages of a PIE: [base, base + 0x20000) with r--, r-x, r--
+ * and rw- mappings in it; refused here as "not executable", on an Intel
+ * guest as "not mapped", in every run).  No instruction is fetched from a
+ * non-executable page, so those pages count 0, honestly: they are skipped
+ * as unmapped pages are, and watch_pages_protect() takes them out of the
+ * code runs.  A cover with no executable page at all is refused. */
 static int check_code_mapping(const struct watch_map_entry *e, void *arg)
 {
 	struct range_check *c = arg;
@@ -125,9 +134,10 @@ static int check_code_mapping(const struct watch_map_entry *e, void *arg)
 		return in < 0;
 	if (is_runtime_object(e->name))
 		c->problem = "lies in the C library, the dynamic loader, capstone or the vDSO, which the page-trap "
-		             "engine's handlers run through; watch the application's own code";
+		             "engine's handlers run through; watch the application's own code (in coarse mode the "
+		             "cover reaches there: use :exact=1)";
 	else if (!(e->prot & PROT_EXEC) && !watch_pages_code_overlap(a, b))
-		c->problem = "is not executable";
+		c->mapped -= b - a; /* no code here: contributes nothing */
 	return c->problem != NULL || c->lo >= c->hi;
 }
 
@@ -187,17 +197,18 @@ static int check_pages(int (*check)(const struct watch_map_entry *, void *), con
 	return 0;
 }
 
-/* A request none of whose pages is mapped watches nothing: that is a wrong
- * address, not a cover reaching into a hole. */
+/* A request none of whose pages is mapped (code: executable) watches
+ * nothing: that is a wrong address, not a cover reaching into a hole. */
 static int no_page_mapped(const char *kind, const struct watch_interval *iv, unsigned n, char *why, size_t len)
 {
+	const char *what = strcmp(kind, "code") ? "mapped" : "mapped executable (not mapped, or not executable)";
 	if (n == 1)
-		set_why(why, len, "pagetrap: %s range 0 [%#lx, %#lx) is not mapped", kind, (unsigned long)iv[0].start,
-		        (unsigned long)iv[0].end);
+		set_why(why, len, "pagetrap: %s range 0 [%#lx, %#lx) is not %s", kind, (unsigned long)iv[0].start,
+		        (unsigned long)iv[0].end, what);
 	else
-		set_why(why, len, "pagetrap: none of the %u %s ranges [%#lx, %#lx) ... [%#lx, %#lx) is mapped", n, kind,
+		set_why(why, len, "pagetrap: none of the %u %s ranges [%#lx, %#lx) ... [%#lx, %#lx) is %s", n, kind,
 		        (unsigned long)iv[0].start, (unsigned long)iv[0].end, (unsigned long)iv[n - 1].start,
-		        (unsigned long)iv[n - 1].end);
+		        (unsigned long)iv[n - 1].end, what);
 	return -EINVAL;
 }
 
