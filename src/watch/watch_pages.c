@@ -213,14 +213,16 @@ int watch_pages_code_overlap(uintptr_t lo, uintptr_t hi)
 	return watch_pages_overlapping_in(1, lo, hi, &first, 1) > 0;
 }
 
+static void restore_pages(int code, uintptr_t lo, uintptr_t hi, int prot);
+
 void watch_pages_unprotect_all(void)
 {
 	unsigned n = atomic_load(&pages->nruns), nc = atomic_load(&pages->ncruns);
 	atomic_fetch_add(&pages->runs_seq, 1);
 	for (unsigned i = 0; i < n; i++)
-		watch_sys_mprotect(pages->runs[i].lo, pages->runs[i].hi - pages->runs[i].lo, pages->runs[i].prot);
+		restore_pages(0, pages->runs[i].lo, pages->runs[i].hi, pages->runs[i].prot);
 	for (unsigned i = 0; i < nc; i++)
-		watch_sys_mprotect(pages->cruns[i].lo, pages->cruns[i].hi - pages->cruns[i].lo, pages->cruns[i].prot);
+		restore_pages(1, pages->cruns[i].lo, pages->cruns[i].hi, pages->cruns[i].prot);
 	atomic_store(&pages->nruns, 0);
 	atomic_store(&pages->ncruns, 0);
 	atomic_fetch_add(&pages->runs_seq, 1);
@@ -422,6 +424,36 @@ int watch_pages_protect(int code, const struct watch_interval *iv, unsigned nint
 }
 
 
+/* Gives [lo, hi) of a run its protection back, but only where the pages
+ * still have the protection we gave them.  Memory unmapped while watched
+ * (munmap by the program, free() of a large block) may have been replaced
+ * by another mapping: mprotect(prot) would have made a read-only mapping put
+ * there writable (range_stack unmap: r-- became rw- at PAPI_stop). */
+struct restore {
+	uintptr_t lo, hi;
+	int prot, closed;
+};
+
+static int restore_mapping(const struct watch_map_entry *e, void *arg)
+{
+	const struct restore *r = arg;
+	if (e->hi <= r->lo)
+		return 0;
+	if (e->lo >= r->hi)
+		return 1;
+	uintptr_t a = e->lo > r->lo ? e->lo : r->lo, b = e->hi < r->hi ? e->hi : r->hi;
+	if (e->prot == r->closed)
+		watch_sys_mprotect(a, b - a, r->prot);
+	return 0;
+}
+
+static void restore_pages(int code, uintptr_t lo, uintptr_t hi, int prot)
+{
+	struct restore r = { lo, hi, prot, closed_prot(code, prot) };
+	if (watch_pages_maps(restore_mapping, &r) < 0)
+		watch_sys_mprotect(lo, hi - lo, prot); /* no maps to ask: as before */
+}
+
 /* Gives back the pages of the data (code = 0) or code runs outside need[]
  * (sorted, merged, page-rounded): what no running session needs any more. */
 void watch_pages_release(int code, const struct watch_interval *need, unsigned nneed)
@@ -439,7 +471,7 @@ void watch_pages_release(int code, const struct watch_interval *need, unsigned n
 			if (a >= b)
 				continue;
 			if (a > at) {
-				watch_sys_mprotect(at, a - at, runs[i].prot);
+				restore_pages(code, at, a, runs[i].prot);
 				released = 1;
 			}
 			if (nkeep < 2 * PT_MAX_RUNS)
@@ -447,7 +479,7 @@ void watch_pages_release(int code, const struct watch_interval *need, unsigned n
 			at = b;
 		}
 		if (at < runs[i].hi) {
-			watch_sys_mprotect(at, runs[i].hi - at, runs[i].prot);
+			restore_pages(code, at, runs[i].hi, runs[i].prot);
 			released = 1;
 		}
 	}
