@@ -21,8 +21,9 @@
  *            page-trap handlers use, is refused by pagetrap with the reason.
  *   unmap  - an mmap'ed region unmapped while counting: PAPI_read and
  *            PAPI_stop return the accesses made before the munmap; a region
- *            then mapped at the same place read-only is not counted and
- *            keeps its protection after PAPI_stop.
+ *            then mapped at the same place read-only is not counted by
+ *            pagetrap (breakpoint, which watches the address, counts its
+ *            loads) and keeps its protection after PAPI_stop.
  *   instr  - a loop straddling a page boundary (ctests/range_stack_loop.S):
  *            exact counts its 3n + 3 instructions, coarse starts (its cover
  *            reaches the program's non-code pages) and counts at least that.
@@ -404,9 +405,14 @@ static void run_unmap(void)
 	EXPECT_EQ("PAPI_read after munmap", rc_read2, PAPI_OK);
 	EXPECT_EQ("loads before munmap", unmap_read[0], want);
 	EXPECT_EQ("stores before munmap", unmap_read[1], want);
-	EXPECT_EQ("loads after munmap", after_unmap[0], want);
+	/* pagetrap watches the pages mapped at PAPI_start: the new mapping's
+	 * loads are not counted.  breakpoint watches the address: a mapping
+	 * put at the same place is counted as soon as it is there (itanium2(3),
+	 * pagetrap), so its loads of the watched word count too. */
+	long long want_loads = want + (word_only && remapped == unmap_region ? want : 0);
+	EXPECT_EQ("loads after munmap", after_unmap[0], want_loads);
 	EXPECT_EQ("stores after munmap", after_unmap[1], want);
-	EXPECT_EQ("loads at stop", v[0], want);
+	EXPECT_EQ("loads at stop", v[0], want_loads);
 	EXPECT_EQ("stores at stop", v[1], want);
 	if (remapped == unmap_region) {
 		/* PAPI_stop gives watched pages their protection back: not a mapping
