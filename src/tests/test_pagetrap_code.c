@@ -472,6 +472,37 @@ START_TEST(code_range_reaching_into_a_hole)
 }
 END_TEST
 
+/* A coarse cover across a page boundary reaches non-executable pages (a
+ * PIE's headers, .rodata, .data): they hold no instruction and count 0; the
+ * code pages count exactly, the data page stays as it was (readable,
+ * writable, not a code run: a data range may still watch it). */
+START_TEST(code_range_reaching_into_data_pages)
+{
+	struct watch_session s;
+	char why[WATCH_ERRLEN] = "", perms[4];
+	code_setup();
+	unsigned char *data = code_pages + CODE_SYS * 4096;
+	ck_assert_int_eq(mprotect(data, 4096, PROT_READ | PROT_WRITE), 0);
+	uintptr_t pair[1][2] = { { (uintptr_t)code_pages, (uintptr_t)code_pages + CODE_NPAGES * 4096 } };
+	ck_assert_msg(code_try_start(&s, 1, pair, why) == 0, "%s", why);
+	page_perms((uintptr_t)data, perms);
+	ck_assert_str_eq(perms, "rw-");
+	ck_assert_int_eq(watch_pages_code_overlap((uintptr_t)data, (uintptr_t)data + 4096), 0);
+	data[100] = 7; /* not a fault, not an instruction */
+	LOOP_FN(10);
+	struct watch_counts c = watch_stop(&s);
+	ck_assert_uint_eq(c.insns, 3 * 10 + 2);
+	ck_assert_uint_eq(c.insns_pair[0], 3 * 10 + 2);
+
+	/* no executable page in it: refused */
+	pair[0][0] = (uintptr_t)data;
+	pair[0][1] = (uintptr_t)data + 64;
+	ck_assert_int_eq(code_try_start(&s, 1, pair, why), -EINVAL);
+	ck_assert_msg(strstr(why, "not executable") != NULL, "%s", why);
+	code_teardown();
+}
+END_TEST
+
 /* "breakpoint" runs the breakpoint backend's cases, anything else (or
  * nothing) the page-trap backend's; each only where the mechanism probes
  * (heritage_probe.h) saw what it needs count, else exit 77 with the probe's
@@ -491,6 +522,7 @@ static Suite *pagetrap_code_suite(void)
 	tcase_add_test(tc, code_pages_given_back_in_fork_child_and_after_stop);
 	tcase_add_test(tc, code_fits_refuses_what_it_cannot_step);
 	tcase_add_test(tc, code_range_reaching_into_a_hole);
+	tcase_add_test(tc, code_range_reaching_into_data_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }

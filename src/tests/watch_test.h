@@ -13,6 +13,7 @@
 #include "watch/watch.h"
 #include "watch/watch_breakpoint.h"
 #include "watch/watch_pagetrap.h"
+#include "watch/watch_pages.h"
 
 #include <check.h>
 #include <errno.h>

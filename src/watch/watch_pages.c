@@ -81,7 +81,10 @@ void watch_pages_lock(int self)
 			continue;
 		}
 		atomic_fetch_add(&pages->lock_waiters, 1);
-		struct timespec ts = { 0, 1000 * 1000 };
+		/* Not on the stack: a waiter in thread context may be running on a
+		 * watched stack page, where the kernel cannot read it (EFAULT, and
+		 * the wait would become a spin). */
+		static const struct timespec ts = { 0, 1000 * 1000 };
 		futex_word(&pages->lock_owner, FUTEX_WAIT_PRIVATE, expected, &ts);
 		atomic_fetch_sub(&pages->lock_waiters, 1);
 	}
@@ -97,14 +100,32 @@ void watch_pages_unlock(void)
 		futex_word(&pages->lock_owner, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
+/* The signal masks of watch_pages_thread_lock/unlock, in thread-local
+ * storage rather than on the stack: their caller may be running on a watched
+ * page of its own stack (a data range in the frame of main), and the kernel
+ * cannot read or write a PROT_NONE page: rt_sigprocmask failed with EFAULT,
+ * leaving the asynchronous signals unblocked inside the lock and the old mask
+ * unread, so the unlock then cleared the application's mask.  fits() keeps
+ * the engine's own TLS block unwatched.  Thread context only: no handler
+ * calls these, so none can overwrite them halfway. */
+static __thread uint64_t thread_masks[2] __attribute__((tls_model("initial-exec")));
+
+static void thread_mask_op(int how, uint64_t set, uint64_t *old)
+{
+	thread_masks[0] = set;
+	watch_sys6(SYS_rt_sigprocmask, how, (long)&thread_masks[0], old ? (long)&thread_masks[1] : 0, 8, 0, 0);
+	if (old)
+		*old = thread_masks[1];
+}
+
 /* From ordinary code: asynchronous signals stay blocked while the lock is held,
  * so no application handler can run (and fault) inside it.  The park signal is
  * left open so that a holder of the lock elsewhere can park us while we wait. */
 uint64_t watch_pages_thread_lock(void)
 {
 	uint64_t old = 0;
-	watch_change_thread_mask(SIG_BLOCK, watch_signal_async_mask() & ~watch_sigbit(watch_park_signal()), &old);
-	watch_change_thread_mask(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), NULL);
+	thread_mask_op(SIG_BLOCK, watch_signal_async_mask() & ~watch_sigbit(watch_park_signal()), &old);
+	thread_mask_op(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), NULL);
 	watch_pages_lock(watch_sys_gettid());
 	return old;
 }
@@ -112,7 +133,7 @@ uint64_t watch_pages_thread_lock(void)
 void watch_pages_thread_unlock(uint64_t old_mask)
 {
 	watch_pages_unlock();
-	watch_set_thread_mask(old_mask, NULL);
+	thread_mask_op(SIG_SETMASK, old_mask, NULL);
 }
 
 /* ---- protected runs ------------------------------------------------------- */
@@ -192,14 +213,16 @@ int watch_pages_code_overlap(uintptr_t lo, uintptr_t hi)
 	return watch_pages_overlapping_in(1, lo, hi, &first, 1) > 0;
 }
 
+static void restore_pages(int code, uintptr_t lo, uintptr_t hi, int prot);
+
 void watch_pages_unprotect_all(void)
 {
 	unsigned n = atomic_load(&pages->nruns), nc = atomic_load(&pages->ncruns);
 	atomic_fetch_add(&pages->runs_seq, 1);
 	for (unsigned i = 0; i < n; i++)
-		watch_sys_mprotect(pages->runs[i].lo, pages->runs[i].hi - pages->runs[i].lo, pages->runs[i].prot);
+		restore_pages(0, pages->runs[i].lo, pages->runs[i].hi, pages->runs[i].prot);
 	for (unsigned i = 0; i < nc; i++)
-		watch_sys_mprotect(pages->cruns[i].lo, pages->cruns[i].hi - pages->cruns[i].lo, pages->cruns[i].prot);
+		restore_pages(1, pages->cruns[i].lo, pages->cruns[i].hi, pages->cruns[i].prot);
 	atomic_store(&pages->nruns, 0);
 	atomic_store(&pages->ncruns, 0);
 	atomic_fetch_add(&pages->runs_seq, 1);
@@ -283,6 +306,7 @@ struct gap_fill {
 	uintptr_t lo, hi;
 	struct watch_run *out;
 	unsigned n, max;
+	int code;
 };
 
 static int collect_gap(const struct watch_map_entry *e, void *arg)
@@ -292,6 +316,14 @@ static int collect_gap(const struct watch_map_entry *e, void *arg)
 		return 0;
 	if (e->lo >= f->hi)
 		return 1;
+	/* Code runs are executable mappings only.  A coarse instruction cover
+	 * is a power-of-two block of addresses that usually reaches the
+	 * program's headers, .rodata and .data, where no instruction can be
+	 * fetched: nothing to count there, nothing to take PROT_EXEC from.
+	 * (Recorded as code runs, those pages would also refuse data ranges
+	 * while the set runs.) */
+	if (f->code && !(e->prot & PROT_EXEC))
+		return 0;
 	if (f->n >= f->max)
 		return -ENOSPC;
 	uintptr_t a = e->lo > f->lo ? e->lo : f->lo, b = e->hi < f->hi ? e->hi : f->hi;
@@ -328,13 +360,25 @@ static int publish_runs(int code, struct watch_run *runs, unsigned n)
 	return 0;
 }
 
+/* The runs are published before their pages are protected, not after: the
+ * thread protecting them may itself be running on them.  A data range on
+ * the caller's stack (a local array of main, say) shares its lowest page with
+ * the frames of PAPI_start and of this very function; mprotect made that
+ * page PROT_NONE, the next access to the frame faulted, and since the run was
+ * not published yet the fault was not recognised as ours and killed the
+ * process (the tool author's probe: 9 to 13 runs of 20 on an Intel guest; 5
+ * of 10 here, core dump: the fault in this function, RSP on the page just
+ * protected).  Published first, such a fault opens a window like any other,
+ * the lock being recursive for its holder.  A run published and not (yet, or
+ * no longer) protected is harmless: only a SEGV_ACCERR fault consults it. */
 int watch_pages_protect(int code, const struct watch_interval *iv, unsigned nint)
 {
-	static struct watch_run next[2 * PT_MAX_RUNS]; /* under the lock */
+	static struct watch_run next[2 * PT_MAX_RUNS], old[PT_MAX_RUNS], fresh[2 * PT_MAX_RUNS]; /* under the lock */
 	_Atomic unsigned *np;
 	const struct watch_run *cur = runs_of(code, &np);
-	unsigned n = atomic_load(np);
+	unsigned n = atomic_load(np), nold = n;
 	memcpy(next, cur, n * sizeof *next);
+	memcpy(old, cur, n * sizeof *old);
 	unsigned first_new = n;
 	for (unsigned k = 0; k < nint; k++) {
 		uintptr_t lo = PAGE_DOWN(iv[k].start), hi = PAGE_UP(iv[k].end);
@@ -353,7 +397,7 @@ int watch_pages_protect(int code, const struct watch_interval *iv, unsigned nint
 			}
 			if (covered)
 				continue;
-			struct gap_fill f = { lo, gap_hi, next + n, 0, 2 * PT_MAX_RUNS - n };
+			struct gap_fill f = { lo, gap_hi, next + n, 0, 2 * PT_MAX_RUNS - n, code };
 			int r = watch_pages_maps(collect_gap, &f);
 			if (r < 0)
 				return r;
@@ -361,20 +405,54 @@ int watch_pages_protect(int code, const struct watch_interval *iv, unsigned nint
 			lo = gap_hi;
 		}
 	}
-	for (unsigned i = first_new; i < n; i++) {
-		if (watch_sys_mprotect(next[i].lo, next[i].hi - next[i].lo, closed_prot(code, next[i].prot)) != 0) {
-			for (unsigned j = first_new; j < i; j++)
-				watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
+	/* publish_runs sorts next[]: keep the new runs apart. */
+	unsigned nfresh = n - first_new;
+	memcpy(fresh, next + first_new, nfresh * sizeof *fresh);
+	int r = publish_runs(code, next, n);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < nfresh; i++) {
+		if (watch_sys_mprotect(fresh[i].lo, fresh[i].hi - fresh[i].lo, closed_prot(code, fresh[i].prot)) != 0) {
+			for (unsigned j = 0; j < i; j++)
+				watch_sys_mprotect(fresh[j].lo, fresh[j].hi - fresh[j].lo, fresh[j].prot);
+			publish_runs(code, old, nold);
+			atomic_fetch_add(&pages->unprotect_epoch, 1);
 			return -ENOMEM;
 		}
 	}
-	int r = publish_runs(code, next, n);
-	if (r < 0)
-		for (unsigned j = first_new; j < n; j++)
-			watch_sys_mprotect(next[j].lo, next[j].hi - next[j].lo, next[j].prot);
-	return r;
+	return 0;
 }
 
+
+/* Gives [lo, hi) of a run its protection back, but only where the pages
+ * still have the protection we gave them.  Memory unmapped while watched
+ * (munmap by the program, free() of a large block) may have been replaced
+ * by another mapping: mprotect(prot) would have made a read-only mapping put
+ * there writable (range_stack unmap: r-- became rw- at PAPI_stop). */
+struct restore {
+	uintptr_t lo, hi;
+	int prot, closed;
+};
+
+static int restore_mapping(const struct watch_map_entry *e, void *arg)
+{
+	const struct restore *r = arg;
+	if (e->hi <= r->lo)
+		return 0;
+	if (e->lo >= r->hi)
+		return 1;
+	uintptr_t a = e->lo > r->lo ? e->lo : r->lo, b = e->hi < r->hi ? e->hi : r->hi;
+	if (e->prot == r->closed)
+		watch_sys_mprotect(a, b - a, r->prot);
+	return 0;
+}
+
+static void restore_pages(int code, uintptr_t lo, uintptr_t hi, int prot)
+{
+	struct restore r = { lo, hi, prot, closed_prot(code, prot) };
+	if (watch_pages_maps(restore_mapping, &r) < 0)
+		watch_sys_mprotect(lo, hi - lo, prot); /* no maps to ask: as before */
+}
 
 /* Gives back the pages of the data (code = 0) or code runs outside need[]
  * (sorted, merged, page-rounded): what no running session needs any more. */
@@ -393,7 +471,7 @@ void watch_pages_release(int code, const struct watch_interval *need, unsigned n
 			if (a >= b)
 				continue;
 			if (a > at) {
-				watch_sys_mprotect(at, a - at, runs[i].prot);
+				restore_pages(code, at, a, runs[i].prot);
 				released = 1;
 			}
 			if (nkeep < 2 * PT_MAX_RUNS)
@@ -401,7 +479,7 @@ void watch_pages_release(int code, const struct watch_interval *need, unsigned n
 			at = b;
 		}
 		if (at < runs[i].hi) {
-			watch_sys_mprotect(at, runs[i].hi - at, runs[i].prot);
+			restore_pages(code, at, runs[i].hi, runs[i].prot);
 			released = 1;
 		}
 	}
@@ -443,8 +521,8 @@ void watch_pages_lock_for_exit(int self)
 		if (atomic_load(&pages->lock_owner) == self ||
 		    atomic_compare_exchange_strong(&pages->lock_owner, &expected, self))
 			break;
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		static const struct timespec ts = { 0, 1000 * 1000 };
+		watch_sys3(SYS_nanosleep, (long)&ts, 0, 0);
 	}
 }
 

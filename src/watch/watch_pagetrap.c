@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -895,6 +896,24 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	memcpy(civ, req.code_pair, ncode * sizeof *civ);
 
 	uint64_t old = watch_pages_thread_lock();
+	/* Every thread runs its handlers on a signal stack of the engine's
+	 * before any data page is protected: the pages may be a thread's own
+	 * stack (a local array of another thread, memory given to
+	 * pthread_attr_setstack), and a thread faulting on its stack with no
+	 * alternate one cannot be sent the signal at all: the kernel kills the
+	 * process (range_stack thread did so every time).  The threads install
+	 * it from the park handler; once per thread, as the engine keeps the
+	 * stacks it gave.  That handler ran on the thread's own stack, and
+	 * rt_sigreturn reads its frame there after the release: protected by
+	 * then, the frame could not be read and the kernel killed the process
+	 * (strace: the SI_KERNEL SIGSEGV right after the sigaltstack call).  A
+	 * second park, delivered on the new stacks and only once the first
+	 * handler has returned (the park signal is blocked inside it), waits
+	 * for that. */
+	if (nint && !__libc_single_threaded && watch_signal_threads_lack_altstack()) {
+		watch_park_run_in_others(watch_sys_gettid(), watch_signal_ensure_altstack_uc);
+		watch_park_run_in_others(watch_sys_gettid(), NULL);
+	}
 	struct pt_slot *slot = NULL;
 	for (unsigned i = 0; i < PT_MAX_SESSIONS && !slot; i++)
 		if (!pt->slots[i].used)

@@ -15,6 +15,7 @@
 #include "watch_x86.h"
 
 #include <asm/prctl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <stdarg.h>
@@ -115,6 +116,15 @@ static int is_runtime_object(const char *path)
 	       !strcmp(base, "[vdso]") || !strcmp(base, "[vsyscall]") || !strncmp(base, "[vvar", 5);
 }
 
+/* Only executable pages count as mapped code: a coarse instruction cover is
+ * a power-of-two block of addresses, and one that crosses a page usually
+ * reaches the program's ELF headers, .rodata, .data or a hole (a loop
+ * straddling two pages of a PIE: [base, base + 0x20000) with r--, r-x, r--
+ * and rw- mappings in it; refused here as "not executable", on an Intel
+ * guest as "not mapped", in every run).  No instruction is fetched from a
+ * non-executable page, so those pages count 0, honestly: they are skipped
+ * as unmapped pages are, and watch_pages_protect() takes them out of the
+ * code runs.  A cover with no executable page at all is refused. */
 static int check_code_mapping(const struct watch_map_entry *e, void *arg)
 {
 	struct range_check *c = arg;
@@ -124,9 +134,10 @@ static int check_code_mapping(const struct watch_map_entry *e, void *arg)
 		return in < 0;
 	if (is_runtime_object(e->name))
 		c->problem = "lies in the C library, the dynamic loader, capstone or the vDSO, which the page-trap "
-		             "engine's handlers run through; watch the application's own code";
+		             "engine's handlers run through; watch the application's own code (in coarse mode the "
+		             "cover reaches there: use :exact=1)";
 	else if (!(e->prot & PROT_EXEC) && !watch_pages_code_overlap(a, b))
-		c->problem = "is not executable";
+		c->mapped -= b - a; /* no code here: contributes nothing */
 	return c->problem != NULL || c->lo >= c->hi;
 }
 
@@ -186,17 +197,18 @@ static int check_pages(int (*check)(const struct watch_map_entry *, void *), con
 	return 0;
 }
 
-/* A request none of whose pages is mapped watches nothing: that is a wrong
- * address, not a cover reaching into a hole. */
+/* A request none of whose pages is mapped (code: executable) watches
+ * nothing: that is a wrong address, not a cover reaching into a hole. */
 static int no_page_mapped(const char *kind, const struct watch_interval *iv, unsigned n, char *why, size_t len)
 {
+	const char *what = strcmp(kind, "code") ? "mapped" : "mapped executable (not mapped, or not executable)";
 	if (n == 1)
-		set_why(why, len, "pagetrap: %s range 0 [%#lx, %#lx) is not mapped", kind, (unsigned long)iv[0].start,
-		        (unsigned long)iv[0].end);
+		set_why(why, len, "pagetrap: %s range 0 [%#lx, %#lx) is not %s", kind, (unsigned long)iv[0].start,
+		        (unsigned long)iv[0].end, what);
 	else
-		set_why(why, len, "pagetrap: none of the %u %s ranges [%#lx, %#lx) ... [%#lx, %#lx) is mapped", n, kind,
+		set_why(why, len, "pagetrap: none of the %u %s ranges [%#lx, %#lx) ... [%#lx, %#lx) is %s", n, kind,
 		        (unsigned long)iv[0].start, (unsigned long)iv[0].end, (unsigned long)iv[n - 1].start,
-		        (unsigned long)iv[n - 1].end);
+		        (unsigned long)iv[n - 1].end, what);
 	return -EINVAL;
 }
 
@@ -235,6 +247,53 @@ static int check_code_ranges(const struct watch_request *req, char *why, size_t 
 			return r;
 	}
 	return mapped ? 0 : no_page_mapped("code", req->code_pair, req->ncode, why, len);
+}
+
+/* The calling thread's static TLS blocks the handlers' path reads: every
+ * loaded object's but the program's own (libc's errno and locale, libpapi's
+ * one_step and lock masks, capstone's and the allocator's), and the thread
+ * control block at the thread pointer (the stack protector's canary, the
+ * thread's own pointer).  A fault there inside a handler would open a window
+ * nested in the one being set up.  The program's own block is the
+ * application's data (a __thread array) and can be watched, except when the
+ * engine is linked into the program itself.  A program's __thread array
+ * sits between these blocks and the control block, sharing a page with them
+ * unless it is page-aligned and a whole number of pages long: then it is
+ * refused with the reason. */
+struct tls_blocks {
+	uintptr_t own_code;
+	unsigned n;
+	uintptr_t lo[32], hi[32];
+};
+
+static int collect_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct tls_blocks *t = arg;
+	(void)size;
+	int is_main = !info->dlpi_name || !info->dlpi_name[0], holds_engine = 0;
+	const ElfW(Phdr) *tls = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_TLS)
+			tls = ph;
+		else if (ph->p_type == PT_LOAD && t->own_code >= a && t->own_code < a + ph->p_memsz)
+			holds_engine = 1;
+	}
+	if (!tls || !info->dlpi_tls_data || (is_main && !holds_engine) || t->n >= sizeof t->lo / sizeof t->lo[0])
+		return 0;
+	t->lo[t->n] = (uintptr_t)info->dlpi_tls_data;
+	t->hi[t->n] = (uintptr_t)info->dlpi_tls_data + tls->p_memsz;
+	t->n++;
+	return 0;
+}
+
+/* struct pthread's size (glibc exports it for libthread_db); 4 KiB when it
+ * cannot be found, more than any glibc's. */
+static uintptr_t tcb_bytes(void)
+{
+	const unsigned *sz = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+	return sz && *sz ? *sz : PAGE;
 }
 
 int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void), char *why, size_t len)
@@ -287,8 +346,10 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 
 	/* The decoder's, the parker's, the signal engine's (its state, its
 	 * signal stacks, every client's state: the page-trap backend's own among
-	 * them), the protected pages' and the thread control block (stack protector canary): the
-	 * handlers' path reads all of them, and libc's single-thread flag. */
+	 * them), the protected pages' and the thread control block (stack
+	 * protector canary; with the TLS blocks below, checked first for the
+	 * message): the handlers' path reads all of them, and libc's
+	 * single-thread flag. */
 	uintptr_t own[4 + 2 + WATCH_SIGNAL_MAX_CLIENTS][2];
 	unsigned nown = 0;
 	watch_x86_state_range(&own[nown][0], &own[nown][1]);
@@ -300,10 +361,17 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 	uint64_t fs = 0;
 	watch_sys3(SYS_arch_prctl, ARCH_GET_FS, (long)&fs, 0);
 	own[nown][0] = (uintptr_t)fs;
-	own[nown][1] = (uintptr_t)fs + 64;
+	own[nown][1] = (uintptr_t)fs + tcb_bytes();
 	nown++;
 	while (nown < sizeof own / sizeof own[0] && watch_signal_state_range(nown - 4, &own[nown][0], &own[nown][1]))
 		nown++;
+
+	struct tls_blocks tls = { .own_code = (uintptr_t)(void *)&watch_pagetrap_fits, .n = 0 };
+	dl_iterate_phdr(collect_tls, &tls);
+	tls.lo[tls.n] = own[3][0]; /* the control block: after the blocks, in the same message */
+	tls.hi[tls.n] = own[3][1];
+	if (tls.n < sizeof tls.lo / sizeof tls.lo[0])
+		tls.n++;
 
 	uintptr_t mapped = 0;
 	for (unsigned i = 0; i < req->ndata; i++) {
@@ -312,6 +380,16 @@ int watch_pagetrap_fits(const struct watch_request *req, int (*ensure_init)(void
 			set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) is empty or reversed", i,
 			        (unsigned long)lo, (unsigned long)hi);
 			return -EINVAL;
+		}
+		for (unsigned k = 0; k < tls.n; k++) {
+			if (overlaps_pages(lo, hi, tls.lo[k], tls.hi[k])) {
+				set_why(why, len, "pagetrap: data range %u [%#lx, %#lx) shares a page with the thread-local "
+				        "storage of the thread control block, the C library or libpapi [%#lx, %#lx), which "
+				        "the engine's handlers use; for a __thread array, align it to 4096 bytes and make "
+				        "its size a multiple of 4096, or use another backend", i, (unsigned long)lo,
+				        (unsigned long)hi, (unsigned long)tls.lo[k], (unsigned long)tls.hi[k]);
+				return -EINVAL;
+			}
 		}
 		for (unsigned k = 0; k < nown; k++) {
 			if (overlaps_pages(lo, hi, own[k][0], own[k][1])) {

@@ -41,6 +41,7 @@ struct park_state {
 	_Atomic int parker;        /* tid of the parking thread while parked */
 	_Atomic uint32_t ack_seq;  /* bumped on every acknowledgement; futex word */
 	_Atomic uint64_t timeouts;
+	void (*_Atomic on_park)(void *uctx); /* watch_park_run_in_others: run by each parked thread */
 	unsigned ntargets;
 	struct park_target targets[PARK_MAX_THREADS];
 	unsigned char dents[8192] __attribute__((aligned(8)));
@@ -135,6 +136,9 @@ void watch_park_handler(int sig, siginfo_t *info, void *uctx)
 	int self = watch_sys_gettid();
 	if (self == atomic_load(&P.parker))
 		return; /* the parker never parks itself */
+	void (*fn)(void *uctx) = atomic_load(&P.on_park);
+	if (fn)
+		fn(uctx);
 	for (unsigned i = 0; i < P.ntargets && i < PARK_MAX_THREADS; i++) {
 		if (atomic_load(&P.targets[i].tid) != self)
 			continue;
@@ -248,6 +252,15 @@ int watch_park_others(int self)
 	}
 	parked = (int)P.ntargets;
 	return parked;
+}
+
+int watch_park_run_in_others(int self, void (*fn)(void *uctx))
+{
+	atomic_store(&P.on_park, fn);
+	int n = watch_park_others(self);
+	watch_park_release();
+	atomic_store(&P.on_park, NULL);
+	return n;
 }
 
 void watch_park_release(void)

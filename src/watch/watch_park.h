@@ -37,6 +37,11 @@ void watch_park_atfork_child(void);
 int watch_park_others(int self);
 void watch_park_release(void);
 
+/* Parks every other thread with fn run by each in its park handler (before it
+ * acknowledges), then releases them.  With the window lock held, thread
+ * context.  Returns the number of threads that ran it.  uctx: the handler's. */
+int watch_park_run_in_others(int self, void (*fn)(void *uctx));
+
 /* The SA_SIGINFO handler to install for watch_park_signal(). */
 void watch_park_handler(int sig, siginfo_t *info, void *uctx);
 

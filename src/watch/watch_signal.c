@@ -20,12 +20,14 @@
 #include "watch_park.h"
 #include "watch_signal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -402,11 +404,13 @@ static int install_handlers(void)
 	return 0;
 }
 
-void watch_signal_ensure_altstack(void)
+/* Installs one of the engine's stacks for the calling thread if it has none;
+ * 1 if it did (*out: the stack), 0 if not. */
+static int install_altstack(stack_t *out)
 {
 	stack_t cur;
 	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
-		return;
+		return 0;
 	int self = watch_sys_gettid(), pid = watch_sys_getpid();
 	for (int i = 0; i < ALTSTACK_SLOTS; i++) {
 		int owner = atomic_load(&engine->altstack_tid[i]);
@@ -417,9 +421,49 @@ void watch_signal_ensure_altstack(void)
 			continue;
 		stack_t ss = { .ss_sp = (void *)(engine->altstacks + (uintptr_t)i * ALTSTACK_BYTES),
 		               .ss_size = ALTSTACK_BYTES, .ss_flags = 0 };
-		sigaltstack(&ss, NULL);
-		return;
+		if (sigaltstack(&ss, NULL) != 0)
+			return 0;
+		*out = ss;
+		return 1;
 	}
+	return 0;
+}
+
+void watch_signal_ensure_altstack(void)
+{
+	stack_t ss;
+	install_altstack(&ss);
+}
+
+/* From a signal handler: rt_sigreturn restores the alternate stack the
+ * thread had when the signal came (uc_stack), which would undo the one just
+ * installed (range_stack thread: the stack was set, and gone again when the
+ * thread next faulted on its watched stack, SI_KERNEL SIGSEGV).  So the
+ * saved context gets it too. */
+void watch_signal_ensure_altstack_uc(void *uctx)
+{
+	stack_t ss;
+	if (install_altstack(&ss) && uctx)
+		((ucontext_t *)uctx)->uc_stack = ss;
+}
+
+int watch_signal_threads_lack_altstack(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 1;
+	int pid = watch_sys_getpid(), lack = 0;
+	struct dirent *e;
+	while (!lack && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		int tid = atoi(e->d_name), found = 0;
+		for (int i = 0; i < ALTSTACK_SLOTS && !found; i++)
+			found = atomic_load(&engine->altstack_tid[i]) == tid;
+		lack = !found && watch_sys_tgkill(pid, tid, 0) == 0;
+	}
+	closedir(d);
+	return lack;
 }
 
 static void atfork_child(void)

@@ -98,6 +98,13 @@ int watch_signal_init(void);
 
 /* The calling thread gets one of the engine's signal stacks if it has none. */
 void watch_signal_ensure_altstack(void);
+/* The same from a signal handler (uctx: its third argument), so that it
+ * outlives the handler's return; async-signal-safe (the park handler runs it:
+ * watch_park_run_in_others). */
+void watch_signal_ensure_altstack_uc(void *uctx);
+/* Whether some thread of the process has none of the engine's signal stacks
+ * (thread context). */
+int watch_signal_threads_lack_altstack(void);
 
 /* State shared with the clients, valid after watch_signal_init(). */
 int watch_signal_mem_fd(void); /* /proc/self/mem, O_RDWR */
