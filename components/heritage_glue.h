@@ -147,6 +147,38 @@ static inline int heritage_sw_overflow_check(const papi_vector_t *v, const void 
 	return PAPI_OK;
 }
 
+/* A component that delivers overflow itself (hardware_intr, as itanium2):
+ * PAPI installs no handler in that mode, so start takes PAPI_INT_SIGNAL
+ * with the component's dispatch_timer on it, and PAPI's interval timer
+ * when some events are polled; stop gives back what start took. */
+struct heritage_own_overflow {
+	int signal_on, timer_on;
+};
+
+static inline void heritage_own_overflow_stop(struct heritage_own_overflow *o)
+{
+	if (o->timer_on)
+		_papi_hwi_stop_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig);
+	if (o->signal_on)
+		_papi_hwi_stop_signal(PAPI_INT_SIGNAL);
+	o->timer_on = o->signal_on = 0;
+}
+
+static inline int heritage_own_overflow_start(const papi_vector_t *v, int armed, int polled,
+                                              struct heritage_own_overflow *o)
+{
+	int rc = PAPI_OK;
+	if (armed && (rc = _papi_hwi_start_signal(PAPI_INT_SIGNAL, NEED_CONTEXT, v->cmp_info.CmpIdx)) == PAPI_OK)
+		o->signal_on = 1;
+	if (rc == PAPI_OK && polled &&
+	    (rc = _papi_hwi_start_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig, _papi_os_info.itimer_ns)) ==
+	            PAPI_OK)
+		o->timer_on = 1;
+	if (rc != PAPI_OK)
+		heritage_own_overflow_stop(o);
+	return rc;
+}
+
 /* papi_component_avail shows a component's description, and its
  * disabled_reason only when disabled: an enabled component that this
  * machine or account limits says how in its description, within PAPI's

@@ -26,7 +26,7 @@ typedef struct {
 
 typedef struct {
 	struct it2_set set;
-	int signal_on, timer_on; /* what start took for the component's own overflow */
+	struct heritage_own_overflow ovf; /* what start took for it */
 } it2_control_t;
 
 static int it2_init_component(int cidx)
@@ -82,30 +82,11 @@ static int it2_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 /* The component's own overflow (hardware_intr): data-range events deliver
  * exactly from the backend through PAPI_INT_SIGNAL sent to the counting
  * thread; CPU_CYCLES and instruction events are polled on PAPI's interval
- * timer, which sends the same signal.  PAPI installs neither in this mode:
- * start takes them, stop gives them back. */
-static void it2_overflow_stop(it2_control_t *c)
-{
-	if (c->timer_on)
-		_papi_hwi_stop_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig);
-	if (c->signal_on)
-		_papi_hwi_stop_signal(PAPI_INT_SIGNAL);
-	c->timer_on = c->signal_on = 0;
-}
-
+ * timer, which sends the same signal. */
 static int it2_overflow_start(it2_control_t *c)
 {
-	int rc = PAPI_OK;
-	if ((c->set.ovf_exact | c->set.ovf_polled) &&
-	    (rc = _papi_hwi_start_signal(PAPI_INT_SIGNAL, NEED_CONTEXT, _itanium2_vector.cmp_info.CmpIdx)) == PAPI_OK)
-		c->signal_on = 1;
-	if (rc == PAPI_OK && c->set.ovf_polled &&
-	    (rc = _papi_hwi_start_timer(_papi_os_info.itimer_num, _papi_os_info.itimer_sig, _papi_os_info.itimer_ns)) ==
-	            PAPI_OK)
-		c->timer_on = 1;
-	if (rc != PAPI_OK)
-		it2_overflow_stop(c);
-	return rc;
+	return heritage_own_overflow_start(&_itanium2_vector, c->set.ovf_exact | c->set.ovf_polled, c->set.ovf_polled,
+	                                   &c->ovf);
 }
 
 static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -117,7 +98,7 @@ static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 		return rc;
 	rc = heritage_papi_fail(it2_set_start(&c->set));
 	if (rc != PAPI_OK)
-		it2_overflow_stop(c);
+		heritage_own_overflow_stop(&c->ovf);
 	return rc;
 }
 
@@ -164,7 +145,7 @@ static int it2_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	(void)ctx;
 	int rc = heritage_papi_fail(it2_set_stop(&c->set));
 	if (rc == PAPI_OK)
-		it2_overflow_stop(c);
+		heritage_own_overflow_stop(&c->ovf);
 	return rc;
 }
 
