@@ -1,5 +1,7 @@
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -280,10 +282,14 @@ int it2_set_stop(struct it2_set *s)
 	if (err < 0)
 		return err;
 	(void)it2_set_read(s); /* the owner's: cannot be refused */
+	/* An overflow tick reading the set mid-stop would count the last
+	 * segment's cycles twice (watch_hold_async_signals). */
+	sigset_t old = watch_hold_async_signals();
 	if (s->has_cycles)
 		s->cpu_ns_acc += thread_cpu_ns() - s->cpu_ns_at_start;
 	watch_session_stop(&s->ws);
 	s->running = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;
 }
 
@@ -294,6 +300,7 @@ int it2_set_reset(struct it2_set *s)
 		if (err)
 			return err;
 	}
+	sigset_t old = watch_hold_async_signals();
 	watch_session_reset(&s->ws);
 	/* Counting starts from zero again, and so does the way to each threshold. */
 	if (s->ws.ovf)
@@ -303,6 +310,7 @@ int it2_set_reset(struct it2_set *s)
 	s->cpu_ns_acc = 0;
 	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;
 }
 
