@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <papi.h>
 #include "papi_heritage.h"
@@ -22,6 +23,23 @@
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* rpm_time's unit, 10 MHz ticks, from the clock it reads (CLOCK_BOOTTIME):
+ * the tests' own reading to compare it with. */
+static inline long long heritage_test_boot_ticks(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (long long)ts.tv_sec * 10000000LL + ts.tv_nsec / 100;
+}
+
+/* An FP64 event's value: a double in the long long's bits. */
+static inline double heritage_test_as_double(long long v)
+{
+	double d;
+	memcpy(&d, &v, sizeof d);
+	return d;
+}
 
 /* A test that needs a backend asks the probes (through the component's own
  * backend table) and skips with their reason where its mechanisms are dead,

@@ -171,20 +171,6 @@ static int rpm_ncpu;
 static int rpm_has_faults, rpm_has_syscalls;
 static char rpm_cpu_names[RPM_MAX_CPU][64];
 
-static long long boot_ticks(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (long long)ts.tv_sec * 10000000LL + ts.tv_nsec / 100;
-}
-
-static double as_double(long long v)
-{
-	double d;
-	memcpy(&d, &v, sizeof d);
-	return d;
-}
-
 /* Interrupts on all CPUs, summed as /proc/interrupts gives them: the rows
  * with a number in every CPU column (ERR: and MIS: have one total). */
 static long long proc_interrupts(void)
@@ -326,9 +312,9 @@ static void rpm_work(int set, const char *how, struct run *r)
 	long long int1_in = proc_interrupts();
 	double idle1_in = proc_idle_s();
 	usleep(RPM_GUARD_US);
-	long long t_lo = boot_ticks();
+	long long t_lo = heritage_test_boot_ticks();
 	CHECK_PAPI(PAPI_stop(set, v));
-	long long t_hi = boot_ticks();
+	long long t_hi = heritage_test_boot_ticks();
 	usleep(RPM_GUARD_US);
 	long long int1 = proc_interrupts();
 	double idle1 = proc_idle_s();
@@ -337,7 +323,7 @@ static void rpm_work(int set, const char *how, struct run *r)
 	long long per_cpu = 0;
 	for (int c = 0; c < rpm_ncpu; c++)
 		per_cpu += v[RPM_INT_CPU0 + c];
-	double idle = as_double(v[RPM_IDLE]);
+	double idle = heritage_test_as_double(v[RPM_IDLE]);
 	printf("  %-28s rpm_east %lld, rpm_west %lld, rpms_int %lld (CPUs' sum %lld; /proc/interrupts %lld..%lld), "
 	       "rpms_idle %.3f s (/proc/stat %.3f..%.3f)", how, v[RPM_EAST], v[RPM_WEST], v[RPM_INT], per_cpu,
 	       int1_in - int0_in, int1 - int0, idle, idle1_in - idle0_in, idle1 - idle0);

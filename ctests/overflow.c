@@ -176,6 +176,19 @@ static void run_work(const struct row *r)
 	}
 }
 
+/* One run of the row's work in a started set: PAPI_stop's value, checked
+ * against the loop's own count where the row knows it. */
+static long long measure(int es, const struct row *r)
+{
+	long long v = 0;
+	CHECK_PAPI(PAPI_start(es));
+	run_work(r);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	if (r->exact_value)
+		EXPECT_EQ("PAPI_stop value", v, r->n);
+	return v;
+}
+
 static const struct row *find_row(const char *name)
 {
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
@@ -236,12 +249,7 @@ static void test_handler(const struct row *r, int force_sw)
 	CHECK_PAPI(PAPI_overflow(es, code, (int)r->threshold, force_sw ? PAPI_OVERFLOW_FORCE_SW : 0, handler));
 	memset(&calls, 0, sizeof calls);
 	calls.eventset = es;
-	long long v = 0;
-	CHECK_PAPI(PAPI_start(es));
-	run_work(r);
-	CHECK_PAPI(PAPI_stop(es, &v));
-	if (r->exact_value)
-		EXPECT_EQ("PAPI_stop value", v, r->n);
+	long long v = measure(es, r);
 	expect_deliveries(r->name, calls.n, v, r->threshold, exact);
 	EXPECT_EQ("handler calls for another event set", calls.foreign, 0);
 	char backend[64];
@@ -311,12 +319,7 @@ static void test_profil(const struct row *r, int force_sw, int sprofil, int clea
 	} else {
 		CHECK_PAPI(PAPI_profil(buf, (unsigned)(nb * 2), (vptr_t)lo, 65536, es, code, (int)r->threshold, flags));
 	}
-	long long v = 0;
-	CHECK_PAPI(PAPI_start(es));
-	run_work(r);
-	CHECK_PAPI(PAPI_stop(es, &v));
-	if (r->exact_value)
-		EXPECT_EQ("PAPI_stop value", v, r->n);
+	long long v = measure(es, r);
 	unsigned total = sum_buckets(buf, nb);
 	expect_deliveries(sprofil ? "sprofil samples in the work loop" : "profil samples in the work loop", (int)total,
 	                  v, r->threshold, exact);

@@ -13,20 +13,6 @@
 
 #include "heritage_test.h"
 
-static long long boot_ticks(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (long long)ts.tv_sec * 10000000LL + ts.tv_nsec / 100;
-}
-
-static double as_double(long long v)
-{
-	double d;
-	memcpy(&d, &v, sizeof d);
-	return d;
-}
-
 static int make_set(const char *const *names, int n)
 {
 	int set = PAPI_NULL;
@@ -49,14 +35,14 @@ static void test_time(void)
 	long long v[2];
 	CHECK_PAPI(PAPI_start(set));
 	for (int i = 0; i < 1000; i++) {
-		long long lo = boot_ticks();
+		long long lo = heritage_test_boot_ticks();
 		CHECK_PAPI(PAPI_read(set, v));
-		long long hi = boot_ticks();
+		long long hi = heritage_test_boot_ticks();
 		if (v[0] < lo - 10000 || v[0] > hi + 10000) {
 			EXPECT_EQ("rpm_time within 1 ms of CLOCK_BOOTTIME", v[0], lo);
 			break;
 		}
-		double s = as_double(v[1]);
+		double s = heritage_test_as_double(v[1]);
 		if (s < (double)(lo - 10000) / 1e7 || s > (double)(hi + 10000) / 1e7) {
 			EXPECT_EQ("rpm_time_s within 1 ms (us)", (long long)(s * 1e6), lo / 10);
 			break;
@@ -64,7 +50,7 @@ static void test_time(void)
 	}
 	CHECK_PAPI(PAPI_stop(set, v));
 	printf("rpm_time %lld ticks, rpm_time_s %.7f s: within 1 ms of CLOCK_BOOTTIME on 1000 reads\n", v[0],
-	       as_double(v[1]));
+	       heritage_test_as_double(v[1]));
 	drop(set);
 }
 
@@ -239,10 +225,10 @@ static void test_idle(void)
 		b1[c] = busy_s(c);
 	long long junk[9];
 	CHECK_PAPI(PAPI_stop(set, junk));
-	double wall = as_double(v[ncpu]) - as_double(v0[ncpu]);
+	double wall = heritage_test_as_double(v[ncpu]) - heritage_test_as_double(v0[ncpu]);
 	int asserted = 0;
 	for (int c = 0; c < ncpu; c++) {
-		double idle = as_double(v[c]) - as_double(v0[c]);
+		double idle = heritage_test_as_double(v[c]) - heritage_test_as_double(v0[c]);
 		double busy = b1[c] - b0[c];
 		EXPECT_EQ("rpms_idle <= wall + 3 ticks", idle <= wall + 0.012, 1);
 		/* This VM loses ticks when the host is loaded, so busy + idle can
