@@ -1,7 +1,5 @@
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -284,12 +282,12 @@ int it2_set_stop(struct it2_set *s)
 	(void)it2_set_read(s); /* the owner's: cannot be refused */
 	/* An overflow tick reading the set mid-stop would count the last
 	 * segment's cycles twice (watch_hold_async_signals). */
-	sigset_t old = watch_hold_async_signals();
+	watch_hold_async_signals();
 	if (s->has_cycles)
 		s->cpu_ns_acc += thread_cpu_ns() - s->cpu_ns_at_start;
 	watch_session_stop(&s->ws);
 	s->running = 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	watch_release_async_signals();
 	return 0;
 }
 
@@ -300,7 +298,7 @@ int it2_set_reset(struct it2_set *s)
 		if (err)
 			return err;
 	}
-	sigset_t old = watch_hold_async_signals();
+	watch_hold_async_signals();
 	watch_session_reset(&s->ws);
 	/* Counting starts from zero again, and so does the way to each threshold. */
 	if (s->ws.ovf)
@@ -310,7 +308,7 @@ int it2_set_reset(struct it2_set *s)
 	s->cpu_ns_acc = 0;
 	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	watch_release_async_signals();
 	return 0;
 }
 

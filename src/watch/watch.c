@@ -2,8 +2,8 @@
  * Backend choice and the session life cycle shared by every backend.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +11,7 @@
 
 #include "common/heritage_backend.h"
 #include "watch/watch.h"
+#include "watch/watch_sys.h"
 
 /* The three backends in the order auto tries them, cheapest exact one first:
  * instrumented code costs a call per access, a debug register a trap per
@@ -118,28 +119,42 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
  * Measured: PAPI_stop of a FORCE_SW itanium2 set returned 0 for 11500 loads
  * once in a CI pass (the tick read into the array PAPI_stop copies from).
  * Async signals wait for the move; the synchronous ones the backends live
- * on cannot be blocked anyway. */
-sigset_t watch_hold_async_signals(void)
+ * on are not blocked.  The masks live in thread-local storage, not on the
+ * stack, and go to the kernel raw (glibc's pthread_sigmask copies the set
+ * to its own stack): the caller may run on a watched, PROT_NONE page of its
+ * own stack, where rt_sigprocmask fails with EFAULT (range_stack frame in
+ * CI, with pthread_sigmask and the sets on the stack here: the
+ * application's blocked SIGUSR1 came back unblocked after PAPI_stop). */
+static __thread uint64_t hold_masks[2] __attribute__((tls_model("initial-exec")));
+static __thread int hold_depth __attribute__((tls_model("initial-exec")));
+
+void watch_hold_async_signals(void)
 {
-	sigset_t all, old;
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	return old;
+	if (hold_depth++)
+		return;
+	uint64_t sync = 0;
+	static const int kept[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGKILL, SIGSTOP };
+	for (unsigned i = 0; i < sizeof kept / sizeof kept[0]; i++)
+		sync |= (uint64_t)1 << (kept[i] - 1);
+	hold_masks[0] = ~sync;
+	watch_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&hold_masks[0], (long)&hold_masks[1], 8, 0, 0);
+}
+
+void watch_release_async_signals(void)
+{
+	if (--hold_depth)
+		return;
+	watch_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&hold_masks[1], 0, 8, 0, 0);
 }
 
 void watch_session_stop(struct watch_session *s)
 {
 	if (!s->running)
 		return;
-	sigset_t old = watch_hold_async_signals();
+	watch_hold_async_signals();
 	s->ops->stop(s);
 	s->running = 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	watch_release_async_signals();
 }
 
 /* Only the fields asked for, without copying the whole struct: with two
@@ -168,11 +183,11 @@ __attribute__((optimize("no-tree-vectorize"))) void watch_session_read_fields(co
 
 void watch_session_reset(struct watch_session *s)
 {
-	sigset_t old = watch_hold_async_signals();
+	watch_hold_async_signals();
 	memset(&s->acc, 0, sizeof s->acc);
 	if (s->running)
 		s->ops->reset(s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	watch_release_async_signals();
 }
 
 int watch_any_backend(char *why, size_t len)

@@ -20,7 +20,6 @@
 #define HERITAGE_WATCH_H
 
 #include <stddef.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
@@ -177,10 +176,12 @@ void watch_session_stop(struct watch_session *s);
  * out (uint64_t or PAPI's long long).  On PAPI_read's path. */
 void watch_session_read_fields(const struct watch_session *s, const unsigned char *field, unsigned n, void *out);
 void watch_session_reset(struct watch_session *s);
-/* Blocks every signal but the synchronous ones (SIGSEGV, SIGBUS, SIGILL,
- * SIGFPE, SIGTRAP) in this thread and returns the old mask: around moves of
- * counts that a signal handler's read must not see half done. */
-sigset_t watch_hold_async_signals(void);
+/* Around moves of counts that a signal handler's read must not see half
+ * done: every signal but the synchronous ones (SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE, SIGTRAP) waits in this thread until the matching release.  They
+ * nest; thread context only; safe on a watched stack. */
+void watch_hold_async_signals(void);
+void watch_release_async_signals(void);
 
 /* 0 if some backend can count in this process (for init_component), else
  * -errno and why, from the probes. */
