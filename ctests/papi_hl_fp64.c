@@ -228,7 +228,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: papi_hl_fp64 delta|instant\n");
 		return 2;
 	}
-	char dir[] = "/tmp/papi_hl_fp64.XXXXXX";
+	/* Where the harness says (TMPDIR), else the system's. */
+	const char *tmp = getenv("TMPDIR");
+	char dir[200];
+	snprintf(dir, sizeof dir, "%s/papi_hl_fp64.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
