@@ -106,18 +106,24 @@ static inline int heritage_component_status(papi_vector_t *v, int neg_errno, con
  * delivered (issue 20: 0 handler calls on all three components).  A tick in
  * a thread whose set is not ours, or whose overflow is the component's own
  * (PAPI_OVERFLOW_HARDWARE), is left alone. */
+/* The calling thread's running event set of component v if it overflows,
+ * else NULL; *thread is the thread's. */
+static inline EventSetInfo_t *heritage_overflowing_set(const papi_vector_t *v, ThreadInfo_t **thread)
+{
+	*thread = _papi_hwi_lookup_thread(0);
+	EventSetInfo_t *ESI = *thread ? (*thread)->running_eventset[v->cmp_info.CmpIdx] : NULL;
+	return ESI && (ESI->state & PAPI_OVERFLOWING) ? ESI : NULL;
+}
+
 static inline void heritage_dispatch_timer(const papi_vector_t *v, hwd_siginfo_t *si, void *uc)
 {
-	int cidx = v->cmp_info.CmpIdx;
-	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+	ThreadInfo_t *thread;
+	EventSetInfo_t *ESI = heritage_overflowing_set(v, &thread);
 
-	if (!thread || !uc)
-		return;
-	EventSetInfo_t *ESI = thread->running_eventset[cidx];
-	if (!ESI || !(ESI->state & PAPI_OVERFLOWING) || (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
+	if (!ESI || !uc || (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
 		return;
 	_papi_hwi_context_t ctx = { .si = si, .ucontext = (hwd_ucontext_t *)uc };
-	_papi_hwi_dispatch_overflow_signal(&ctx, GET_OVERFLOW_ADDRESS(ctx), NULL, 0, 0, &thread, cidx);
+	_papi_hwi_dispatch_overflow_signal(&ctx, GET_OVERFLOW_ADDRESS(ctx), NULL, 0, 0, &thread, v->cmp_info.CmpIdx);
 }
 
 /* PAPI_start of a set whose overflow PAPI emulates: each tick PAPI compares
@@ -130,11 +136,10 @@ static inline void heritage_dispatch_timer(const papi_vector_t *v, hwd_siginfo_t
 static inline int heritage_sw_overflow_check(const papi_vector_t *v, const void *ctl,
                                              const char *(*cannot)(const void *ctl, int pos))
 {
-	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
-	EventSetInfo_t *ESI = thread ? thread->running_eventset[v->cmp_info.CmpIdx] : NULL;
+	ThreadInfo_t *thread;
+	EventSetInfo_t *ESI = heritage_overflowing_set(v, &thread);
 
-	if (!ESI || ESI->ctl_state != ctl || !(ESI->state & PAPI_OVERFLOWING) ||
-	    (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
+	if (!ESI || ESI->ctl_state != ctl || (ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE))
 		return PAPI_OK;
 	for (int i = 0; i < ESI->overflow.event_counter; i++) {
 		int pos = ESI->EventInfoArray[ESI->overflow.EventIndex[i]].pos[0];

@@ -117,12 +117,12 @@ static int it2_set_overflow_op(EventSetInfo_t *ESI, int EventIndex, int threshol
  * itself compares).  it2_set_read is async-signal-safe. */
 static void it2_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
 {
-	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+	ThreadInfo_t *thread;
+	EventSetInfo_t *ESI = heritage_overflowing_set(&_itanium2_vector, &thread);
 	int cidx = _itanium2_vector.cmp_info.CmpIdx;
-	EventSetInfo_t *ESI = thread ? thread->running_eventset[cidx] : NULL;
 	(void)sig;
 
-	if (!ESI || !uc || !(ESI->state & PAPI_OVERFLOWING))
+	if (!ESI || !uc)
 		return;
 	if (!(ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE)) {
 		heritage_dispatch_timer(&_itanium2_vector, si, uc);

@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -11,7 +10,7 @@
 
 #include "common/heritage_backend.h"
 #include "watch/watch.h"
-#include "watch/watch_sys.h"
+#include "watch/watch_signal.h"
 
 /* The three backends in the order auto tries them, cheapest exact one first:
  * instrumented code costs a call per access, a debug register a trap per
@@ -119,32 +118,24 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
  * Measured: PAPI_stop of a FORCE_SW itanium2 set returned 0 for 11500 loads
  * once in a CI pass (the tick read into the array PAPI_stop copies from).
  * Async signals wait for the move; the synchronous ones the backends live
- * on are not blocked.  The masks live in thread-local storage, not on the
- * stack, and go to the kernel raw (glibc's pthread_sigmask copies the set
- * to its own stack): the caller may run on a watched, PROT_NONE page of its
- * own stack, where rt_sigprocmask fails with EFAULT (range_stack frame in
- * CI, with pthread_sigmask and the sets on the stack here: the
- * application's blocked SIGUSR1 came back unblocked after PAPI_stop). */
-static __thread uint64_t hold_masks[2] __attribute__((tls_model("initial-exec")));
+ * on are not blocked.  The saved mask is thread-local and the system call
+ * goes through watch_thread_mask: the caller may run on a watched,
+ * PROT_NONE page of its own stack (range_stack frame in CI, with
+ * pthread_sigmask and the sets on the stack: EFAULT, and the application's
+ * blocked SIGUSR1 came back unblocked after PAPI_stop). */
+static __thread uint64_t held_mask __attribute__((tls_model("initial-exec")));
 static __thread int hold_depth __attribute__((tls_model("initial-exec")));
 
 void watch_hold_async_signals(void)
 {
-	if (hold_depth++)
-		return;
-	uint64_t sync = 0;
-	static const int kept[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGKILL, SIGSTOP };
-	for (unsigned i = 0; i < sizeof kept / sizeof kept[0]; i++)
-		sync |= (uint64_t)1 << (kept[i] - 1);
-	hold_masks[0] = ~sync;
-	watch_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&hold_masks[0], (long)&hold_masks[1], 8, 0, 0);
+	if (hold_depth++ == 0)
+		watch_thread_mask(SIG_BLOCK, watch_signal_async_mask(), &held_mask);
 }
 
 void watch_release_async_signals(void)
 {
-	if (--hold_depth)
-		return;
-	watch_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&hold_masks[1], 0, 8, 0, 0);
+	if (--hold_depth == 0)
+		watch_thread_mask(SIG_SETMASK, held_mask, NULL);
 }
 
 void watch_session_stop(struct watch_session *s)

@@ -118,6 +118,10 @@ void watch_overflow_arm(struct watch_overflow *o);
 /* In a backend's counting path (async-signal-safe): n more counts of field
  * f, made by the instruction at pc. */
 void watch_overflow_note(struct watch_overflow *o, enum watch_field f, uint64_t n, uintptr_t pc);
+/* The same for n accesses (n times one access) of one instruction: loads,
+ * stores or both (a read-modify-write), and their misaligned fields. */
+void watch_overflow_note_access(struct watch_overflow *o, int load, int store, int misaligned, uint64_t n,
+                                uintptr_t pc);
 /* The fields due since the last take (0: none) and the PC; clears them. */
 uint32_t watch_overflow_take(struct watch_overflow *o, uintptr_t *pc);
 

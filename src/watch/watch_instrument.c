@@ -124,12 +124,8 @@ static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int
 		it.c.loads++;
 		it.c.misaligned_loads += misaligned;
 	}
-	if (it.ovf) {
-		watch_overflow_note(it.ovf, store ? WATCH_FIELD_STORES : WATCH_FIELD_LOADS, 1, pc);
-		if (misaligned)
-			watch_overflow_note(it.ovf, store ? WATCH_FIELD_MISALIGNED_STORES : WATCH_FIELD_MISALIGNED_LOADS,
-			                    1, pc);
-	}
+	if (it.ovf)
+		watch_overflow_note_access(it.ovf, !store, store, misaligned, 1, pc);
 }
 
 /* The union of every running instrument session's bounds, process-wide.

@@ -42,6 +42,19 @@ void watch_overflow_note(struct watch_overflow *o, enum watch_field f, uint64_t 
 	watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), o->signal); /* raw: errno untouched */
 }
 
+void watch_overflow_note_access(struct watch_overflow *o, int load, int store, int misaligned, uint64_t n,
+                                uintptr_t pc)
+{
+	if (load)
+		watch_overflow_note(o, WATCH_FIELD_LOADS, n, pc);
+	if (store)
+		watch_overflow_note(o, WATCH_FIELD_STORES, n, pc);
+	if (load && misaligned)
+		watch_overflow_note(o, WATCH_FIELD_MISALIGNED_LOADS, n, pc);
+	if (store && misaligned)
+		watch_overflow_note(o, WATCH_FIELD_MISALIGNED_STORES, n, pc);
+}
+
 uint32_t watch_overflow_take(struct watch_overflow *o, uintptr_t *pc)
 {
 	*pc = atomic_load(&o->pending_pc);

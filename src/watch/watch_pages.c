@@ -100,32 +100,14 @@ void watch_pages_unlock(void)
 		futex_word(&pages->lock_owner, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-/* The signal masks of watch_pages_thread_lock/unlock, in thread-local
- * storage rather than on the stack: their caller may be running on a watched
- * page of its own stack (a data range in the frame of main), and the kernel
- * cannot read or write a PROT_NONE page: rt_sigprocmask failed with EFAULT,
- * leaving the asynchronous signals unblocked inside the lock and the old mask
- * unread, so the unlock then cleared the application's mask.  fits() keeps
- * the engine's own TLS block unwatched.  Thread context only: no handler
- * calls these, so none can overwrite them halfway. */
-static __thread uint64_t thread_masks[2] __attribute__((tls_model("initial-exec")));
-
-static void thread_mask_op(int how, uint64_t set, uint64_t *old)
-{
-	thread_masks[0] = set;
-	watch_sys6(SYS_rt_sigprocmask, how, (long)&thread_masks[0], old ? (long)&thread_masks[1] : 0, 8, 0, 0);
-	if (old)
-		*old = thread_masks[1];
-}
-
 /* From ordinary code: asynchronous signals stay blocked while the lock is held,
  * so no application handler can run (and fault) inside it.  The park signal is
  * left open so that a holder of the lock elsewhere can park us while we wait. */
 uint64_t watch_pages_thread_lock(void)
 {
 	uint64_t old = 0;
-	thread_mask_op(SIG_BLOCK, watch_signal_async_mask() & ~watch_sigbit(watch_park_signal()), &old);
-	thread_mask_op(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), NULL);
+	watch_thread_mask(SIG_BLOCK, watch_signal_async_mask() & ~watch_sigbit(watch_park_signal()), &old);
+	watch_thread_mask(SIG_UNBLOCK, watch_sigbit(watch_park_signal()), NULL);
 	watch_pages_lock(watch_sys_gettid());
 	return old;
 }
@@ -133,7 +115,7 @@ uint64_t watch_pages_thread_lock(void)
 void watch_pages_thread_unlock(uint64_t old_mask)
 {
 	watch_pages_unlock();
-	thread_mask_op(SIG_SETMASK, old_mask, NULL);
+	watch_thread_mask(SIG_SETMASK, old_mask, NULL);
 }
 
 /* ---- protected runs ------------------------------------------------------- */

@@ -254,13 +254,8 @@ static void count_access(int self, uintptr_t rip, uintptr_t base, uint32_t size,
 			if (mis)
 				sl->counts.misaligned_stores += n;
 		}
-		if (sl->ovf) {
-			/* Delivered once the window closes: it keeps async signals out. */
-			watch_overflow_note(sl->ovf, WATCH_FIELD_LOADS, load ? n : 0, rip);
-			watch_overflow_note(sl->ovf, WATCH_FIELD_STORES, store ? n : 0, rip);
-			watch_overflow_note(sl->ovf, WATCH_FIELD_MISALIGNED_LOADS, load && mis ? n : 0, rip);
-			watch_overflow_note(sl->ovf, WATCH_FIELD_MISALIGNED_STORES, store && mis ? n : 0, rip);
-		}
+		if (sl->ovf) /* delivered once the window closes: it keeps async signals out */
+			watch_overflow_note_access(sl->ovf, load, store, mis, n, rip);
 	}
 }
 

@@ -540,9 +540,29 @@ int watch_signal_pid(void)
 	return engine->pid;
 }
 
+/* Valid before the engine's init too: watch_hold_async_signals needs it for
+ * sessions (instrument) that never start the engine. */
 uint64_t watch_signal_async_mask(void)
 {
-	return engine->async_mask;
+	return ~sync_signals();
+}
+
+/* The masks in thread-local storage rather than on the stack: the caller may
+ * be running on a watched page of its own stack (a data range in the frame
+ * of main), and the kernel cannot read or write a PROT_NONE page:
+ * rt_sigprocmask failed with EFAULT, leaving the asynchronous signals
+ * unblocked inside the pages lock and the old mask unread, so the unlock then
+ * cleared the application's mask.  fits() keeps the engine's own TLS block
+ * unwatched.  Thread context only: no handler calls it, so none can
+ * overwrite the buffers halfway. */
+static __thread uint64_t thread_masks[2] __attribute__((tls_model("initial-exec")));
+
+void watch_thread_mask(int how, uint64_t set, uint64_t *old)
+{
+	thread_masks[0] = set;
+	watch_sys6(SYS_rt_sigprocmask, how, (long)&thread_masks[0], old ? (long)&thread_masks[1] : 0, 8, 0, 0);
+	if (old)
+		*old = thread_masks[1];
 }
 
 int watch_signal_app_trap_default(void)

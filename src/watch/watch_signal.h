@@ -110,6 +110,9 @@ int watch_signal_threads_lack_altstack(void);
 int watch_signal_mem_fd(void); /* /proc/self/mem, O_RDWR */
 int watch_signal_pid(void);
 uint64_t watch_signal_async_mask(void); /* every signal but the synchronous ones */
+/* rt_sigprocmask(how, set, old) from thread context, safe on a watched
+ * (PROT_NONE) stack page: the kernel sees only thread-local buffers. */
+void watch_thread_mask(int how, uint64_t set, uint64_t *old);
 
 /* Non-zero if the application's SIGTRAP action is the plain default. */
 int watch_signal_app_trap_default(void);
