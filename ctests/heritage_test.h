@@ -5,6 +5,7 @@
 #ifndef HERITAGE_TEST_H
 #define HERITAGE_TEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,17 @@ static inline double heritage_test_as_double(long long v)
 	double d;
 	memcpy(&d, &v, sizeof d);
 	return d;
+}
+
+/* PAPI_set_opt(PAPI_DATA_ADDRESS or PAPI_INSTR_ADDRESS) of [start, end) on
+ * set; its code, and *opt holds the start_off / end_off it returned. */
+static inline int heritage_test_range(int set, int code, const void *start, const void *end, PAPI_option_t *opt)
+{
+	memset(opt, 0, sizeof *opt);
+	opt->addr.eventset = set;
+	opt->addr.start = (vptr_t)(uintptr_t)start;
+	opt->addr.end = (vptr_t)(uintptr_t)end;
+	return PAPI_set_opt(code, opt);
 }
 
 /* A test that needs a backend asks the probes (through the component's own

@@ -110,11 +110,8 @@ static int it2_events(const char **names)
 static void it2_prepare(int set)
 {
 	PAPI_option_t opt;
-	memset(&opt, 0, sizeof opt);
-	opt.addr.eventset = set;
-	opt.addr.start = (vptr_t)it2_array;
-	opt.addr.end = (vptr_t)(it2_array + IT2_N);
-	CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, (const void *)it2_array, (const void *)(it2_array + IT2_N),
+	                               &opt));
 	EXPECT_EQ("itanium2 exact range: start_off", opt.addr.start_off, 0);
 	EXPECT_EQ("itanium2 exact range: end_off", opt.addr.end_off, 0);
 }

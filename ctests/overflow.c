@@ -213,11 +213,8 @@ static int make_set(const struct row *r, int *code)
 		for (long i = 0; i < 64; i++)
 			watched[i] = i;
 		PAPI_option_t opt;
-		memset(&opt, 0, sizeof opt);
-		opt.addr.eventset = es;
-		opt.addr.start = (vptr_t)(uintptr_t)watched;
-		opt.addr.end = (vptr_t)((const char *)watched + WATCHED_BYTES);
-		CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+		CHECK_PAPI(heritage_test_range(es, PAPI_DATA_ADDRESS, (const void *)watched,
+		                               (const char *)watched + WATCHED_BYTES, &opt));
 	}
 	return es;
 }
@@ -385,11 +382,7 @@ static void test_breakpoint_refusal(void)
 	CHECK_PAPI(PAPI_event_name_to_code("itanium2:::LOADS_RETIRED:exact=1", &code));
 	CHECK_PAPI(PAPI_add_event(es, code));
 	PAPI_option_t opt;
-	memset(&opt, 0, sizeof opt);
-	opt.addr.eventset = es;
-	opt.addr.start = (vptr_t)(uintptr_t)watched;
-	opt.addr.end = (vptr_t)(uintptr_t)(watched + 1);
-	CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+	CHECK_PAPI(heritage_test_range(es, PAPI_DATA_ADDRESS, (const void *)watched, (const void *)(watched + 1), &opt));
 	CHECK_PAPI(PAPI_overflow(es, code, 100, 0, handler));
 	int rc = PAPI_start(es);
 	EXPECT_EQ("PAPI_start, breakpoint backend forced, with overflow", rc, PAPI_ENOSUPP);

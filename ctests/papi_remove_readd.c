@@ -268,12 +268,9 @@ static int new_set(const struct component *c)
 	CHECK_PAPI(PAPI_create_eventset(&set));
 	if (strcmp(c->name, "itanium2") == 0) {
 		PAPI_option_t opt;
-		memset(&opt, 0, sizeof opt);
 		CHECK_PAPI(PAPI_assign_eventset_component(set, PAPI_get_component_index("itanium2")));
-		opt.addr.eventset = set;
-		opt.addr.start = (vptr_t)it2_buf;
-		opt.addr.end = (vptr_t)(it2_buf + 64);
-		CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+		CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, (const void *)it2_buf, (const void *)(it2_buf + 64),
+		                               &opt));
 	}
 	return set;
 }

@@ -59,15 +59,6 @@ static int new_set(void)
 	return set;
 }
 
-static int set_range(int set, int code, void *start, void *end, PAPI_option_t *opt)
-{
-	memset(opt, 0, sizeof *opt);
-	opt->addr.eventset = set;
-	opt->addr.start = (vptr_t)start;
-	opt->addr.end = (vptr_t)end;
-	return PAPI_set_opt(code, opt);
-}
-
 struct seg_probe {
 	uintptr_t code, data_start, data_end;
 };
@@ -109,27 +100,27 @@ int main(void)
 	/* Not bound to a component yet: PAPI itself answers ENOCMP. */
 	int set = PAPI_NULL;
 	CHECK_PAPI(PAPI_create_eventset(&set));
-	EXPECT_CODE("unbound set", set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_ENOCMP);
+	EXPECT_CODE("unbound set", heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_ENOCMP);
 	CHECK_PAPI(PAPI_destroy_eventset(&set));
 
 	set = new_set();
-	EXPECT_CODE("start == end", set_range(set, PAPI_DATA_ADDRESS, a, a, &opt), PAPI_EINVAL);
-	EXPECT_CODE("start > end", set_range(set, PAPI_DATA_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
-	EXPECT_CODE("instr start > end", set_range(set, PAPI_INSTR_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
+	EXPECT_CODE("start == end", heritage_test_range(set, PAPI_DATA_ADDRESS, a, a, &opt), PAPI_EINVAL);
+	EXPECT_CODE("start > end", heritage_test_range(set, PAPI_DATA_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
+	EXPECT_CODE("instr start > end", heritage_test_range(set, PAPI_INSTR_ADDRESS, a + N, a, &opt), PAPI_EINVAL);
 
 	long page = sysconf(_SC_PAGESIZE);
 	char *gone = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	munmap(gone, 4 * (size_t)page);
-	EXPECT_CODE("unmapped range", set_range(set, PAPI_DATA_ADDRESS, gone, gone + page, &opt), PAPI_EINVAL);
+	EXPECT_CODE("unmapped range", heritage_test_range(set, PAPI_DATA_ADDRESS, gone, gone + page, &opt), PAPI_EINVAL);
 
 	struct seg_probe probe = { (uintptr_t)&PAPI_start, 0, 0 };
 	dl_iterate_phdr(find_writable_segment, &probe);
 	char *papi_code = (char *)(uintptr_t)&PAPI_start;
-	EXPECT_CODE("PAPI's code", set_range(set, PAPI_INSTR_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
-	EXPECT_CODE("PAPI's code as data", set_range(set, PAPI_DATA_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
+	EXPECT_CODE("PAPI's code", heritage_test_range(set, PAPI_INSTR_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
+	EXPECT_CODE("PAPI's code as data", heritage_test_range(set, PAPI_DATA_ADDRESS, papi_code, papi_code + 64, &opt), PAPI_EINVAL);
 	if (probe.data_end > probe.data_start)
 		EXPECT_CODE("PAPI's data",
-		            set_range(set, PAPI_DATA_ADDRESS, (void *)probe.data_start, (void *)(probe.data_start + 8), &opt),
+		            heritage_test_range(set, PAPI_DATA_ADDRESS, (void *)probe.data_start, (void *)(probe.data_start + 8), &opt),
 		            PAPI_EINVAL);
 	else
 		EXPECT_EQ("found libpapi's data segment", 0, 1);
@@ -143,11 +134,11 @@ int main(void)
 	EXPECT_CODE("unknown qualifier", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:cpu=0"), PAPI_EINVAL);
 
 	/* A running set cannot change its range. */
-	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED"));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
 	CHECK_PAPI(PAPI_start(set));
-	EXPECT_CODE("running set", set_range(set, PAPI_DATA_ADDRESS, b, b + N, &opt), PAPI_EISRUN);
+	EXPECT_CODE("running set", heritage_test_range(set, PAPI_DATA_ADDRESS, b, b + N, &opt), PAPI_EISRUN);
 	touch(a, N);
 	touch(b, N);
 	CHECK_PAPI(PAPI_stop(set, v));
@@ -183,7 +174,7 @@ int main(void)
 	/* CPU_CYCLES cannot be range-restricted. */
 	set = new_set();
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::CPU_CYCLES"));
-	EXPECT_CODE("range on a CPU_CYCLES set", set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_EINVAL);
+	EXPECT_CODE("range on a CPU_CYCLES set", heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt), PAPI_EINVAL);
 	CHECK_PAPI(PAPI_cleanup_eventset(set));
 	CHECK_PAPI(PAPI_destroy_eventset(&set));
 
@@ -213,7 +204,7 @@ int main(void)
 	}
 
 	/* A forced backend that cannot hold the range says so at PAPI_start. */
-	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
 	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
 	/* Where the debug registers do not work for this account, that is the
@@ -231,7 +222,7 @@ int main(void)
 	/* Ranges are per event set: a second set with another range. */
 	int set2 = new_set();
 	CHECK_PAPI(PAPI_add_named_event(set2, "itanium2:::STORES_RETIRED"));
-	CHECK_PAPI(set_range(set2, PAPI_DATA_ADDRESS, b, b + N / 2, &opt));
+	CHECK_PAPI(heritage_test_range(set2, PAPI_DATA_ADDRESS, b, b + N / 2, &opt));
 	CHECK_PAPI(PAPI_start(set));
 	touch(a, N);
 	touch(b, N);
@@ -265,7 +256,7 @@ int main(void)
 	set = new_set();
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::MISALIGNED_STORES_RETIRED"));
-	CHECK_PAPI(set_range(set, PAPI_DATA_ADDRESS, pk, pk + 64, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, pk, pk + 64, &opt));
 	CHECK_PAPI(PAPI_start(set));
 	store_packed(pk, 64);
 	CHECK_PAPI(PAPI_stop(set, v));

@@ -119,11 +119,7 @@ static void measure(struct result *r, long *arr, void *lo, void *hi, int exact, 
 		CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=1"));
 		CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED:exact=1"));
 	}
-	memset(&opt, 0, sizeof opt);
-	opt.addr.eventset = set;
-	opt.addr.start = (vptr_t)lo;
-	opt.addr.end = (vptr_t)hi;
-	r->rc_setopt = PAPI_set_opt(PAPI_DATA_ADDRESS, &opt);
+	r->rc_setopt = heritage_test_range(set, PAPI_DATA_ADDRESS, (const void *)lo, (const void *)hi, &opt);
 	r->start_off = opt.addr.start_off;
 	r->end_off = opt.addr.end_off;
 	if (!exact) {
@@ -386,11 +382,7 @@ static void run_unmap(void)
 	CHECK_PAPI(PAPI_create_eventset(&set));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=1"));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED:exact=1"));
-	memset(&opt, 0, sizeof opt);
-	opt.addr.eventset = set;
-	opt.addr.start = (vptr_t)lo;
-	opt.addr.end = (vptr_t)hi;
-	CHECK_PAPI(PAPI_set_opt(PAPI_DATA_ADDRESS, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, (const void *)lo, (const void *)hi, &opt));
 	CHECK_PAPI(PAPI_start(set));
 	store_loop(unmap_region, NELEM);
 	load_loop(unmap_region, NELEM);
@@ -452,11 +444,7 @@ static void run_instr(void)
 		CHECK_PAPI(PAPI_create_eventset(&set));
 		CHECK_PAPI(PAPI_add_named_event(set, exact ? "itanium2:::IA64_INST_RETIRED:exact=1"
 		                                           : "itanium2:::IA64_INST_RETIRED"));
-		memset(&opt, 0, sizeof opt);
-		opt.addr.eventset = set;
-		opt.addr.start = (vptr_t)a;
-		opt.addr.end = (vptr_t)b;
-		CHECK_PAPI(PAPI_set_opt(PAPI_INSTR_ADDRESS, &opt));
+		CHECK_PAPI(heritage_test_range(set, PAPI_INSTR_ADDRESS, (const void *)a, (const void *)b, &opt));
 		CHECK_PAPI(PAPI_start(set));
 		long r = range_stack_loop(LOOP_N);
 		CHECK_PAPI(PAPI_stop(set, v));
