@@ -21,16 +21,17 @@
 int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
+int imc_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 
 /* Every component is always built (HERITAGE_COMPONENTS in Makefile.am), so
  * the references are strong: a component missing from libpapi is a link
- * error, not a silently empty row.  imc and profileme are heritage names
+ * error, not a silently empty row.  profileme is a heritage name
  * without a component yet. */
 static const struct heritage_facility heritage_components[] = {
 	{ .name = "itanium2", .facts = itanium2_event_facts, .backends = watch_backend_table },
 	{ .name = "paragon_rpm", .facts = paragon_rpm_event_facts },
 	{ .name = "alpha21064", .facts = alpha21064_event_facts, .backends = alpha_set_backends },
-	{ .name = "imc" },
+	{ .name = "imc", .facts = imc_event_facts },
 	{ .name = "profileme" },
 };
 

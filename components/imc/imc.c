@@ -1,0 +1,241 @@
+/*
+ * imc: POWER9 In-Memory Collection counters (skeleton).  The events are
+ * src/imc/imc_events.c, the set src/imc/imc_set.c; this file is the
+ * papi_vector_t glue.  See imc(3).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "papi.h"
+#include "papi_internal.h"
+#include "papi_memory.h"
+#include "papi_vector.h"
+
+#include "../heritage_glue.h"
+#include "imc/imc_events.h"
+#include "imc/imc_set.h"
+#include "papi_heritage.h"
+
+papi_vector_t _imc_vector;
+
+typedef struct {
+	int unused;
+} imc_context_t;
+
+typedef struct {
+	struct imc_set set;
+} imc_control_t;
+
+static int imc_init_component(int cidx)
+{
+	char why[PAPI_MAX_STR_LEN];
+
+	_imc_vector.cmp_info.CmpIdx = cidx;
+	_imc_vector.cmp_info.num_native_events = IMC_NEVENTS;
+	int err = imc_any_usable(why, sizeof why);
+	if (err == 0)
+		heritage_component_limits(&_imc_vector, "POWER9 In-Memory Collection counters",
+		                          "no IMC PMUs off POWER9: nest events unavailable");
+	return heritage_component_status(&_imc_vector, err, why);
+}
+
+static int imc_init_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int imc_shutdown_thread(hwd_context_t *ctx)
+{
+	(void)ctx;
+	return PAPI_OK;
+}
+
+static int imc_init_control_state(hwd_control_state_t *ctl)
+{
+	imc_control_t *c = ctl;
+	imc_set_init(&c->set);
+	return PAPI_OK;
+}
+
+static int imc_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *native, int count, hwd_context_t *ctx)
+{
+	imc_control_t *c = ctl;
+	unsigned codes[IMC_MAX_EVENTS];
+	(void)ctx;
+
+	if (count > IMC_MAX_EVENTS)
+		return PAPI_ECNFLCT;
+	for (int i = 0; i < count; i++) {
+		codes[i] = (unsigned)native[i].ni_event;
+		native[i].ni_position = i;
+	}
+	return heritage_papi_fail(imc_set_events(&c->set, codes, (unsigned)count));
+}
+
+static int imc_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	imc_control_t *c = ctl;
+	(void)ctx;
+	return heritage_papi_fail(imc_set_start(&c->set));
+}
+
+static int imc_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	imc_control_t *c = ctl;
+	(void)ctx;
+	return heritage_papi_fail(imc_set_stop(&c->set));
+}
+
+static int imc_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)
+{
+	imc_control_t *c = ctl;
+	(void)ctx;
+	(void)flags;
+	*values = c->set.values;
+	return heritage_papi_fail(imc_set_read(&c->set));
+}
+
+static int imc_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
+{
+	imc_control_t *c = ctl;
+	(void)ctx;
+	return heritage_papi_fail(imc_set_reset(&c->set));
+}
+
+static int imc_cleanup_eventset(hwd_control_state_t *ctl)
+{
+	imc_control_t *c = ctl;
+	imc_set_stop(&c->set);
+	return PAPI_OK;
+}
+
+static int imc_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
+{
+	(void)ctx;
+	return heritage_user_level_ctl(code, option);
+}
+
+static int imc_set_domain(hwd_control_state_t *ctl, int domain)
+{
+	(void)ctl;
+	return domain == PAPI_DOM_USER ? PAPI_OK : PAPI_EINVAL;
+}
+
+static int imc_ntv_enum_step(unsigned *code, int modifier)
+{
+	switch (modifier) {
+	case PAPI_ENUM_FIRST:
+		*code = 0;
+		return PAPI_OK;
+	case PAPI_ENUM_EVENTS: {
+		unsigned next = (*code & IMC_CODE_INDEX_MASK) + 1;
+		if (next >= IMC_NEVENTS)
+			return PAPI_ENOEVNT;
+		*code = next;
+		return PAPI_OK;
+	}
+	case PAPI_NTV_ENUM_UMASKS: /* :cpu=0 .. :cpu=N-1 on nest events */
+		return heritage_event_next_qual(&imc_event_names, 0, code) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+	default:
+		return PAPI_EINVAL;
+	}
+}
+
+static int imc_ntv_name_to_code(const char *name, unsigned *code)
+{
+	return heritage_papi_fail(imc_event_parse(name, code));
+}
+
+static int imc_ntv_code_to_name(unsigned code, char *name, int len)
+{
+	return len > 0 && imc_event_format(code, name, (size_t)len) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+}
+
+static int imc_ntv_enum_events(unsigned *code, int modifier)
+{
+	int rc = imc_ntv_enum_step(code, modifier); /* before *code is read */
+	return heritage_enum_keyed(rc, *code, imc_ntv_code_to_name);
+}
+
+static int imc_ntv_code_to_descr(unsigned code, char *descr, int len)
+{
+	unsigned idx = code & IMC_CODE_INDEX_MASK;
+
+	if (idx >= IMC_NEVENTS)
+		return PAPI_ENOEVNT;
+	snprintf(descr, (size_t)len, "%s", imc_events[idx].desc);
+	return PAPI_OK;
+}
+
+static int imc_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
+{
+	unsigned idx = code & IMC_CODE_INDEX_MASK;
+	char name[PAPI_MAX_STR_LEN];
+
+	if (imc_event_format(code, name, sizeof name) != 0)
+		return PAPI_ENOEVNT;
+	snprintf(info->symbol, sizeof info->symbol, "%s", name);
+	imc_ntv_code_to_descr(code, info->long_descr, sizeof info->long_descr);
+	snprintf(info->short_descr, sizeof info->short_descr, "%s", imc_events[idx].name);
+	snprintf(info->units, sizeof info->units, "%s", imc_events[idx].units);
+	info->data_type = PAPI_DATATYPE_UINT64;
+	info->value_type = PAPI_VALUETYPE_RUNNING_SUM;
+	info->timescope = PAPI_TIMESCOPE_SINCE_START;
+	return PAPI_OK;
+}
+
+/* ------------------------------------------------------------ heritage API */
+
+int imc_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts)
+{
+	unsigned idx = local_code & IMC_CODE_INDEX_MASK;
+
+	if (idx >= IMC_NEVENTS)
+		return PAPI_ENOEVNT;
+	facts->caps = 0;
+	facts->source = (enum papi_heritage_source)imc_events[idx].source;
+	return PAPI_OK;
+}
+
+papi_vector_t _imc_vector = {
+	.cmp_info = {
+		.name = "imc",
+		.short_name = "imc",
+		.description = "POWER9 In-Memory Collection counters (papi-heritage)",
+		.version = "0.1",
+		.support_version = "n/a",
+		.kernel_version = "n/a",
+		.num_cntrs = IMC_MAX_EVENTS,
+		.num_mpx_cntrs = IMC_MAX_EVENTS,
+		.default_domain = PAPI_DOM_USER,
+		.available_domains = PAPI_DOM_USER,
+		.default_granularity = PAPI_GRN_THR,
+		.available_granularities = PAPI_GRN_THR,
+		.hardware_intr_sig = PAPI_INT_SIGNAL,
+		.fast_counter_read = 1,
+	},
+	.size = {
+		.context = sizeof(imc_context_t),
+		.control_state = sizeof(imc_control_t),
+		.reg_value = 1,
+		.reg_alloc = 1,
+	},
+	.init_component = imc_init_component,
+	.init_thread = imc_init_thread,
+	.shutdown_thread = imc_shutdown_thread,
+	.init_control_state = imc_init_control_state,
+	.update_control_state = imc_update_control_state,
+	.start = imc_start,
+	.stop = imc_stop,
+	.read = imc_read,
+	.reset = imc_reset,
+	.cleanup_eventset = imc_cleanup_eventset,
+	.ctl = imc_ctl,
+	.set_domain = imc_set_domain,
+	.ntv_enum_events = imc_ntv_enum_events,
+	.ntv_name_to_code = imc_ntv_name_to_code,
+	.ntv_code_to_name = imc_ntv_code_to_name,
+	.ntv_code_to_descr = imc_ntv_code_to_descr,
+	.ntv_code_to_info = imc_ntv_code_to_info,
+};
