@@ -1,0 +1,216 @@
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/heritage_env.h"
+#include "imc/imc_catalog.h"
+#include "imc/imc_shm.h"
+
+uint64_t imc_shm_boottime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void imc_shm_path(char *buf, size_t len, unsigned chip, uint32_t offset)
+{
+	const char *n = heritage_env("imc", "shm");
+	snprintf(buf, len, "/dev/shm/%s-chip%u-%x", n && *n ? n : "papi-heritage-imc", chip, (unsigned)offset);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+uint64_t imc_shm_catalog_hash(const struct imc_catalog *cat)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned i = 0; i < cat->nentries; i++) {
+		const struct imc_cat_entry *e = &cat->entries[i];
+		const struct imc_cat_unit *u = &cat->units[e->unit];
+		if (u->type != IMC_TYPE_NEST)
+			continue;
+		uint32_t f[4] = { (uint32_t)e->value, u->size, u->offset, u->cb_offset };
+		h = fnv(h, e->name, strlen(e->name) + 1);
+		h = fnv(h, f, sizeof f);
+	}
+	return h;
+}
+
+uid_t imc_shm_trusted_uid(void)
+{
+	const char *u = heritage_env("imc", "service_user");
+	const char *name = u && *u ? u : IMC_SHM_DEFAULT_USER;
+	if (isdigit((unsigned char)*name)) {
+		char *end;
+		unsigned long v = strtoul(name, &end, 10);
+		return *end ? (uid_t)-1 : (uid_t)v;
+	}
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
+		return (uid_t)-1;
+	return res->pw_uid;
+}
+
+static int pid_alive(int32_t pid)
+{
+	int saved = errno;
+	int alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	errno = saved;
+	return alive;
+}
+
+int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns)
+{
+	uint64_t hb = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
+	uint64_t period = __atomic_load_n(&h->period_ns, __ATOMIC_RELAXED);
+	if (hb > now_ns)
+		return 1;
+	uint64_t age = now_ns - hb;
+	if (age > IMC_SHM_HUNG_MIN_NS)
+		return 1;
+	uint64_t limit = period < UINT64_MAX / IMC_SHM_STALE_PERIODS ? period * IMC_SHM_STALE_PERIODS : UINT64_MAX;
+	if (limit < IMC_SHM_STALE_MIN_NS)
+		limit = IMC_SHM_STALE_MIN_NS;
+	return age > limit && !pid_alive(h->pid);
+}
+
+int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size, uint64_t hash, uint8_t **mem,
+                char *why, size_t len)
+{
+	/* O_NOFOLLOW, O_NONBLOCK: no symlink or FIFO planted under the name. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, len, "%s: %s", path, e == ENOENT ? "no such object (imcd is not running)" : strerror(e));
+		return -e;
+	}
+	struct stat st;
+	uid_t trusted = imc_shm_trusted_uid();
+	size_t total = (size_t)size + IMC_SHM_HEADER;
+	int err = 0;
+	if (fstat(fd, &st) != 0) {
+		err = -errno;
+		snprintf(why, len, "%s: fstat: %s", path, strerror(-err));
+	} else if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		snprintf(why, len, "%s: not a regular file", path);
+	} else if (st.st_uid != 0 && st.st_uid != trusted) {
+		err = -EPERM;
+		snprintf(why, len, "%s: owned by uid %u, not root nor the service account (PAPI_HERITAGE_IMC_SERVICE_USER, "
+		                   "default \"%s\"): refused, anyone may create it", path, (unsigned)st.st_uid,
+		         IMC_SHM_DEFAULT_USER);
+	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		err = -EPERM;
+		snprintf(why, len, "%s: writable by others (mode %03o): refused", path, (unsigned)(st.st_mode & 0777));
+	} else if ((size_t)st.st_size != total) {
+		err = -EPROTO;
+		snprintf(why, len, "%s: %lld bytes, this catalog's region needs %zu", path, (long long)st.st_size, total);
+	}
+	void *m = MAP_FAILED;
+	if (!err && (m = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		err = -errno;
+		snprintf(why, len, "%s: mmap: %s", path, strerror(-err));
+	}
+	close(fd);
+	if (err)
+		return err;
+	const struct imc_shm_header *h = (const struct imc_shm_header *)((uint8_t *)m + size);
+	if (h->magic != IMC_SHM_MAGIC || h->version != IMC_SHM_VERSION || h->chip != chip || h->offset != offset ||
+	    h->size != size) {
+		err = -EPROTO;
+		snprintf(why, len, "%s: not a version-%u imcd page of chip %u region %#x", path, IMC_SHM_VERSION, chip,
+		         (unsigned)offset);
+	} else if (h->catalog_hash != hash) {
+		err = -EPROTO;
+		snprintf(why, len, "%s: imcd (pid %d) reads another catalog than this process (PAPI_HERITAGE_IMC_CATALOG?)",
+		         path, (int)h->pid);
+	} else if (imc_shm_stale(h, imc_shm_boottime_ns())) {
+		err = -ESTALE;
+		snprintf(why, len, "%s: stale: imcd (pid %d) %s and has not updated it for %.1f s", path, (int)h->pid,
+		         pid_alive(h->pid) ? "is alive (stopped or hung?)" : "is gone",
+		         (double)(imc_shm_boottime_ns() - h->heartbeat_ns) / 1e9);
+	}
+	if (err) {
+		munmap(m, total);
+		return err;
+	}
+	*mem = m;
+	return 0;
+}
+
+int imc_shm_create(const char *path, unsigned chip, uint32_t offset, uint32_t size, uint32_t cb_offset, uint64_t hash,
+                   uint64_t period_ns, uint8_t **mem, ino_t *ino, char *why, size_t len)
+{
+	uint8_t *other;
+	char reason[512];
+	size_t total = (size_t)size + IMC_SHM_HEADER;
+	if (imc_shm_map(path, chip, offset, size, hash, &other, reason, sizeof reason) == 0) {
+		int32_t pid = imc_shm_header(other, size)->pid;
+		munmap(other, total);
+		if (pid != getpid() && pid_alive(pid)) {
+			snprintf(why, len, "%s: imcd pid %d publishes there already", path, (int)pid);
+			return -EBUSY;
+		}
+	}
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, len, "%s: %s", tmp, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	void *m = MAP_FAILED;
+	int e = 0;
+	if (fchmod(fd, 0644) != 0 || ftruncate(fd, (off_t)total) != 0 || fstat(fd, &st) != 0)
+		e = errno;
+	else if ((m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		e = errno;
+	close(fd);
+	if (e) {
+		unlink(tmp);
+		snprintf(why, len, "%s: %s", tmp, strerror(e));
+		return -e;
+	}
+	struct imc_shm_header *h = imc_shm_header(m, size);
+	*h = (struct imc_shm_header){ .magic = IMC_SHM_MAGIC, .version = IMC_SHM_VERSION, .chip = chip, .offset = offset,
+	                              .size = size, .cb_offset = cb_offset, .pid = (int32_t)getpid(),
+	                              .uid = (uint32_t)geteuid(), .catalog_hash = hash,
+	                              .started_ns = imc_shm_boottime_ns(), .heartbeat_ns = imc_shm_boottime_ns(),
+	                              .period_ns = period_ns };
+	if (rename(tmp, path) != 0) {
+		e = errno;
+		unlink(tmp);
+		munmap(m, total);
+		snprintf(why, len, "rename %s to %s: %s%s", tmp, path, strerror(e),
+		         e == EPERM || e == EACCES ? " (another account's object: remove it as root)" : "");
+		return -e;
+	}
+	*mem = m;
+	*ino = st.st_ino;
+	return 0;
+}
+
+void imc_shm_remove(const char *path, ino_t ino)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && st.st_ino == ino)
+		unlink(path);
+}
