@@ -797,6 +797,10 @@ void imc_engine_set_source(struct imc_engine *e, imc_source_fn fn, void *arg)
 	pthread_mutex_lock(&e->lock);
 	e->src = fn ? fn : real_source;
 	e->src_arg = arg;
+	/* Feeds already armed count on from their counters' values. */
+	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
+		for (unsigned k = 0; e->nest[i] && !e->nest[i]->remote && k < e->nest[i]->nfeeds; k++)
+			feed_reorigin(e->nest[i], &e->nest[i]->feeds[k]);
 	pthread_mutex_unlock(&e->lock);
 }
 
