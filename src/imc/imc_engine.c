@@ -661,6 +661,47 @@ uint64_t imc_engine_tick(struct imc_engine *e, uint64_t now)
 
 /* ---- the engine ------------------------------------------------------------------------ */
 
+/* fork() while the update thread holds an engine's lock would leave the
+ * child's copy locked for ever: every live engine's lock is taken around
+ * fork (the child then starts its own thread on its first imc_engine_run). */
+#define IMC_MAX_ENGINES 16
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct imc_engine *engines[IMC_MAX_ENGINES];
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&engines_lock);
+	for (unsigned i = 0; i < IMC_MAX_ENGINES; i++)
+		if (engines[i])
+			pthread_mutex_lock(&engines[i]->lock);
+}
+
+static void fork_after(void)
+{
+	for (unsigned i = 0; i < IMC_MAX_ENGINES; i++)
+		if (engines[i])
+			pthread_mutex_unlock(&engines[i]->lock);
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void atfork_setup(void)
+{
+	pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
+static void engines_add(struct imc_engine *e, int add)
+{
+	pthread_once(&atfork_once, atfork_setup);
+	pthread_mutex_lock(&engines_lock);
+	for (unsigned i = 0; i < IMC_MAX_ENGINES; i++)
+		if (add ? !engines[i] : engines[i] == e) {
+			engines[i] = add ? e : NULL;
+			break;
+		}
+	pthread_mutex_unlock(&engines_lock);
+}
+
 int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo, enum imc_engine_kind kind,
                       struct imc_engine **out)
 {
@@ -679,6 +720,7 @@ int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->wake, &ca);
 	pthread_condattr_destroy(&ca);
+	engines_add(e, 1);
 	/* The nest regions: distinct (offset, size) of the nest units. */
 	for (unsigned i = 0; i < cat->nunits; i++) {
 		const struct imc_cat_unit *u = &cat->units[i];
@@ -771,6 +813,7 @@ void imc_engine_destroy(struct imc_engine *e)
 {
 	if (!e)
 		return;
+	engines_add(e, 0);
 	pthread_mutex_lock(&e->lock);
 	int joined = e->thread_pid == getpid();
 	e->stopping = 1;
@@ -815,6 +858,13 @@ int imc_engine_set_speed(struct imc_engine *e, unsigned speed)
 			e->core[i]->period_ns = imc_speed_ns[speed], e->core[i]->next_ns = 0;
 	for (unsigned i = 0; i < e->nthreads; i++)
 		e->threads[i]->period_ns = imc_speed_ns[speed], e->threads[i]->next_ns = 0;
+	/* This process's own nest pages: through their control blocks, which
+	 * the engine obeys at its next poll (imcd's are its own). */
+	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
+		if (e->nest[i] && !e->nest[i]->remote && e->nest[i]->has_cb) {
+			imc_be_store(e->nest[i]->mem + e->nest[i]->cb_offset + IMC_CB_SPEED, speed);
+			e->nest[i]->cb_next_ns = 0;
+		}
 	pthread_cond_broadcast(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	return 0;

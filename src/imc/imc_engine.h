@@ -110,8 +110,8 @@ int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo
 void imc_engine_destroy(struct imc_engine *e);
 /* Tests: replace the sources (before any counter is armed). */
 void imc_engine_set_source(struct imc_engine *e, imc_source_fn fn, void *arg);
-/* The collection speed of core and thread pages (nest pages follow their
- * control block's).  0..7. */
+/* The collection speed of core and thread pages, and of this process's own
+ * nest pages through their control blocks (imcd's follow theirs).  0..7. */
 int imc_engine_set_speed(struct imc_engine *e, unsigned speed);
 /* The update thread: started once; stopped by destroy. */
 int imc_engine_run(struct imc_engine *e);

@@ -1,105 +1,236 @@
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "imc/imc_events.h"
+#include "imc/imc_mode.h"
 #include "imc/imc_set.h"
+#include "imc/imc_sources.h"
 
-static int thread_ns(uint64_t *ns)
+/* ---- the process's engine --------------------------------------------------------- */
+
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct imc_engine *engine;
+static const struct imc_catalog *engine_cat;
+static char engine_why[512];
+
+static struct imc_engine *engine_get(const struct imc_catalog *cat)
 {
-	struct timespec ts;
+	pthread_mutex_lock(&engine_lock);
+	if (!engine) {
+		const struct imc_topo *topo = imc_topo_get(engine_why, sizeof engine_why);
+		/* PAPI_HERITAGE_IMC_DAEMON=off: never imcd's pages. */
+		const char *d = heritage_env("imc", "daemon");
+		enum imc_engine_kind kind = d && strcmp(d, "off") == 0 ? IMC_ENGINE_PRIVATE : IMC_ENGINE_PROCESS;
+		if (topo && imc_engine_create(cat, topo, kind, &engine) == 0)
+			engine_cat = cat;
+		else
+			snprintf(engine_why, sizeof engine_why, "%s", heritage_last_error());
+	}
+	struct imc_engine *e = engine;
+	pthread_mutex_unlock(&engine_lock);
+	if (!e)
+		heritage_fail(-ENODEV, "imc: no engine: %s", engine_why);
+	return e;
+}
 
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return heritage_fail(-errno, "imc: clock_gettime(CLOCK_THREAD_CPUTIME_ID): %s", strerror(errno));
-	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	return 0;
+struct imc_engine *imc_set_engine(void)
+{
+	char why[256];
+	if (imc_events_init(why, sizeof why) != 0) {
+		heritage_fail(-ENODEV, "imc: %s", why);
+		return NULL;
+	}
+	return engine_get(imc_events_catalog());
+}
+
+void imc_set_use_engine(struct imc_engine *e)
+{
+	pthread_mutex_lock(&engine_lock);
+	engine = e;
+	engine_cat = NULL;
+	pthread_mutex_unlock(&engine_lock);
+}
+
+const char *imc_set_nest_where(void)
+{
+	struct imc_engine *e = imc_set_engine();
+	return e ? imc_engine_nest_where(e) : engine_why;
 }
 
 int imc_any_usable(char *why, unsigned len)
 {
-	uint64_t ns;
-	int err = thread_ns(&ns);
-
-	snprintf(why, len, "%s", err ? heritage_last_error() : "");
-	return err ? -ENOTSUP : 0;
+	char reason[512];
+	if (imc_events_init(reason, sizeof reason) != 0) {
+		snprintf(why, len, "%s", reason);
+		return -ENOTSUP;
+	}
+	if (!imc_topo_get(reason, sizeof reason)) {
+		snprintf(why, len, "%s", reason);
+		return -ENOTSUP;
+	}
+	const struct imc_catalog *cat = imc_events_catalog();
+	for (unsigned i = 0; i < cat->nentries; i++)
+		if (imc_source_of(cat, i, NULL, 0) != HERITAGE_UNAVAILABLE) {
+			snprintf(why, len, "%s", "");
+			return 0;
+		}
+	snprintf(why, len, "no entry of the catalog %s has a source on this machine", cat->source);
+	return -ENOTSUP;
 }
+
+/* ---- the set ------------------------------------------------------------------------- */
 
 void imc_set_init(struct imc_set *s)
 {
 	memset(s, 0, sizeof *s);
 }
 
-int imc_set_events(struct imc_set *s, const unsigned *codes, unsigned n)
+static enum imc_domain_excl domain_of(unsigned type)
 {
-	char name[128];
+	return type == IMC_TYPE_CORE ? IMC_EXCL_CORE : type == IMC_TYPE_THREAD ? IMC_EXCL_THREAD
+	                                         : type == IMC_TYPE_TRACE  ? IMC_EXCL_TRACE : 0;
+}
 
+int imc_set_entries(struct imc_set *s, const struct imc_catalog *cat, const unsigned *entries, const int *cpus,
+                    unsigned n)
+{
+	char what[1024];
+	unsigned domains = 0;
+	if (s->running)
+		return heritage_fail(-EBUSY, "imc: the set is running");
 	if (n > IMC_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "imc: %u events, at most %d", n, IMC_MAX_EVENTS);
 	for (unsigned i = 0; i < n; i++) {
-		if (imc_event_format(codes[i], name, sizeof name) != 0)
-			return heritage_fail(-ENOENT, "imc: no event with code %#x", codes[i]);
-		const struct imc_event *e = &imc_events[codes[i] & IMC_CODE_INDEX_MASK];
-		if (e->source == HERITAGE_UNAVAILABLE)
-			return heritage_fail(-ENOTSUP, "imc: %s is unavailable here: nest IMC counters exist only on "
-			                     "POWER9/POWER10 (perf PMU nest_mcs01_imc)", name);
+		if (entries[i] >= cat->nentries)
+			return heritage_fail(-ENOENT, "imc: no catalog entry %u", entries[i]);
+		const struct imc_cat_entry *e = &cat->entries[entries[i]];
+		const struct imc_cat_unit *u = &cat->units[e->unit];
+		if (u->type == IMC_TYPE_TRACE)
+			return heritage_fail(-ENOTSUP, "imc: %s: trace mode: not wired yet", e->name);
+		if (imc_source_of(cat, entries[i], what, sizeof what) == HERITAGE_UNAVAILABLE)
+			return heritage_fail(-ENOTSUP, "imc: %s is unavailable here: %s", e->name, what);
+		domains |= 1u << domain_of(u->type);
 	}
-	memcpy(s->codes, codes, n * sizeof codes[0]);
+	if ((domains & (1u << IMC_EXCL_CORE)) && (domains & (1u << IMC_EXCL_THREAD)))
+		return heritage_fail(-EBUSY, "imc: core_imc and thread_imc events in one set: they exclude one another, "
+		                     "as the kernel's do (the per-core engine counts either the core or its threads)");
+	for (unsigned i = 0; i < n; i++) {
+		s->entry[i] = entries[i];
+		s->cpu[i] = cpus ? cpus[i] : -1;
+		s->type[i] = cat->units[cat->entries[entries[i]].unit].type;
+		memset(&s->ctr[i], 0, sizeof s->ctr[i]);
+	}
 	s->nevents = n;
 	memset(s->values, 0, sizeof s->values);
-	s->ns_acc = 0;
 	return 0;
+}
+
+int imc_set_events(struct imc_set *s, const unsigned *codes, unsigned n)
+{
+	unsigned entries[IMC_MAX_EVENTS];
+	int cpus[IMC_MAX_EVENTS];
+	char why[512];
+	if (n > IMC_MAX_EVENTS)
+		return heritage_fail(-ENOSPC, "imc: %u events, at most %d", n, IMC_MAX_EVENTS);
+	if (imc_events_init(why, sizeof why) != 0)
+		return heritage_fail(-ENODEV, "imc: %s", why);
+	const struct imc_catalog *cat = imc_events_catalog();
+	for (unsigned i = 0; i < n; i++) {
+		const struct imc_cat_entry *e = imc_event_entry(codes[i]);
+		if (!e)
+			return heritage_fail(-ENOENT, "imc: no event with code %#x", codes[i]);
+		entries[i] = (unsigned)(e - cat->entries);
+		cpus[i] = imc_event_cpu(codes[i]);
+	}
+	int err = imc_set_entries(s, cat, entries, cpus, n);
+	if (!err)
+		memcpy(s->codes, codes, n * sizeof codes[0]);
+	return err;
+}
+
+static void release(struct imc_set *s)
+{
+	for (int d = IMC_EXCL_CORE; d <= IMC_EXCL_TRACE; d++)
+		if (s->held & (1u << d))
+			imc_excl_release((enum imc_domain_excl)d);
+	s->held = 0;
 }
 
 int imc_set_start(struct imc_set *s)
 {
 	if (s->running)
 		return heritage_fail(-EBUSY, "imc: the set is running");
-	s->ns_acc = 0;
-	int err = thread_ns(&s->ns_at_start);
-	if (err)
+	struct imc_engine *e;
+	pthread_mutex_lock(&engine_lock);
+	e = engine;
+	pthread_mutex_unlock(&engine_lock);
+	if (!e && !(e = imc_set_engine()))
+		return -ENODEV;
+	/* Read when it matters: a program may change it between runs. */
+	if (heritage_env("imc", "speed"))
+		imc_engine_set_speed(e, imc_speed_setting());
+	int err = 0;
+	for (unsigned i = 0; i < s->nevents && !err; i++) {
+		enum imc_domain_excl d = domain_of(s->type[i]);
+		if (d && !(s->held & (1u << d))) {
+			err = imc_excl_acquire(d);
+			if (!err)
+				s->held |= 1u << d;
+		}
+	}
+	/* Thread events arm the calling task thread's page. */
+	for (unsigned i = 0; i < s->nevents && !err; i++)
+		err = imc_engine_arm(e, s->entry[i], s->cpu[i], &s->ctr[i]);
+	if (!err)
+		err = imc_engine_run(e);
+	if (err) {
+		release(s);
 		return err;
+	}
+	for (unsigned i = 0; i < s->nevents; i++) {
+		s->start[i] = imc_counter_load(&s->ctr[i]);
+		s->values[i] = 0;
+	}
 	s->running = 1;
 	return 0;
 }
 
-static int update(struct imc_set *s, uint64_t *out)
+static void take(struct imc_set *s)
 {
-	uint64_t now, total = s->ns_acc;
-
-	if (s->running) {
-		int err = thread_ns(&now);
-		if (err)
-			return err;
-		total += now - s->ns_at_start;
-	}
 	for (unsigned i = 0; i < s->nevents; i++)
-		s->values[i] = (long long)total; /* every available event is THREAD_CPU_NS */
-	*out = total;
-	return 0;
+		s->values[i] = (long long)(imc_counter_load(&s->ctr[i]) - s->start[i]); /* mod 2^64 */
 }
 
 int imc_set_read(struct imc_set *s)
 {
-	uint64_t total;
-	return update(s, &total);
+	if (s->running)
+		take(s);
+	return 0;
 }
 
 int imc_set_stop(struct imc_set *s)
 {
-	uint64_t total;
-	int err = update(s, &total);
-	if (err)
-		return err;
-	s->ns_acc = total;
+	if (!s->running)
+		return 0;
+	struct imc_engine *e = engine;
+	for (unsigned i = 0; e && i < s->nevents; i++)
+		imc_engine_sync(e, &s->ctr[i]);
+	take(s);
 	s->running = 0;
+	release(s);
 	return 0;
 }
 
 int imc_set_reset(struct imc_set *s)
 {
-	s->ns_acc = 0;
-	memset(s->values, 0, sizeof s->values);
-	return s->running ? thread_ns(&s->ns_at_start) : 0;
+	for (unsigned i = 0; i < s->nevents; i++) {
+		if (s->running)
+			s->start[i] = imc_counter_load(&s->ctr[i]);
+		s->values[i] = 0;
+	}
+	return 0;
 }

@@ -58,19 +58,19 @@ static const struct imc_rule rules[] = {
 	  .source = HERITAGE_MEASURED, .what = "the wall clock (CLOCK_MONOTONIC) x 32 MHz: the core's free-running clock" },
 	{ .types = T_THREAD, .names = "CS_PURR|CS_SPURR|PURR|SPURR", .modes = M_ANY, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_TIMEBASE_HZ, .source = HERITAGE_MODELLED,
-	  .what = "modelled: the task thread's CPU time (user/system as for CS_32MHZ_CYC) x the 512 MHz timebase, "
+	  .what = "the task thread's CPU time (user/system as for CS_32MHZ_CYC) x the 512 MHz timebase, "
 	          "as PURR counts for a thread alone on its core; SPURR assumes the nominal frequency" },
 	{ .types = T_CORE, .names = "CS_PURR|CS_SPURR|PURR|SPURR", .modes = M_ANY, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_TIMEBASE_HZ, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "modelled: the core's hardware threads' non-idle (user, or kernel) time from /proc/stat x the "
+	  .what = "the core's hardware threads' non-idle (user, or kernel) time from /proc/stat x the "
 	          "512 MHz timebase, summed; SPURR assumes the nominal frequency" },
 	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_PCYC|*THRD_NON_IDLE_PCYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "modelled: core PMU cycles (perf PERF_COUNT_HW_CPU_CYCLES); an idle x86 CPU halts, so its cycles "
+	  .what = "core PMU cycles (perf PERF_COUNT_HW_CPU_CYCLES); an idle x86 CPU halts, so its cycles "
 	          "are mostly the non-idle ones, but the idle loop's own are counted" },
 	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_INST|*THRD_NON_IDLE_INST", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_INSTRUCTIONS, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "modelled: core PMU instructions (perf PERF_COUNT_HW_INSTRUCTIONS), the idle loop's included" },
+	  .what = "core PMU instructions (perf PERF_COUNT_HW_INSTRUCTIONS), the idle loop's included" },
 	{ .types = T_CORE | T_THREAD, .names = "CS_PCYC|PCYC|CS_CORE_PCYC|CCYC|CYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MEASURED,
 	  .what = "core PMU cycles (perf PERF_COUNT_HW_CPU_CYCLES; _USER: exclude_kernel, _KERNEL: exclude_user)" },
@@ -80,7 +80,7 @@ static const struct imc_rule rules[] = {
 	          "exclude_user)" },
 	{ .types = T_NEST, .unit = "powerbus*", .names = "CYC", .modes = M_ALL, .kind = IMC_FEED_WALL,
 	  .source = HERITAGE_MODELLED,
-	  .what = "modelled: the wall clock (CLOCK_MONOTONIC) x the assumed PowerBus clock" },
+	  .what = "the wall clock (CLOCK_MONOTONIC) x the assumed PowerBus clock" },
 	/* Unavailable, with why. */
 	{ .types = T_NEST, .unit = "mcs*", .names = "*", .modes = M_ANY,
 	  .what = "MCS memory-controller port traffic of a POWER chip: an x86 uncore memory-controller PMU "
@@ -157,7 +157,7 @@ static int pmu_usable(unsigned type, char *what, size_t len, const char *needed)
 {
 	char why[HERITAGE_PROBE_EVIDENCE + HERITAGE_PROBE_ALLOWED + 64];
 	if (heritage_probe_explain(HERITAGE_MECH_PMU, why, sizeof why) != 0 || !heritage_probe_works(HERITAGE_MECH_PMU)) {
-		snprintf(what, len, "unavailable: needs %s, absent here: %s", needed, why);
+		snprintf(what, len, "needs %s, absent here: %s", needed, why);
 		return 0;
 	}
 	/* A core page counts every task on its CPUs: perf with pid -1, which
@@ -166,7 +166,7 @@ static int pmu_usable(unsigned type, char *what, size_t len, const char *needed)
 	if (type == IMC_TYPE_CORE &&
 	    (heritage_probe_explain(HERITAGE_MECH_PERF_CPU, why, sizeof why) != 0 ||
 	     !heritage_probe_works(HERITAGE_MECH_PERF_CPU))) {
-		snprintf(what, len, "unavailable: needs %s on whole CPUs, not granted here: %s", needed, why);
+		snprintf(what, len, "needs %s on whole CPUs, not granted here: %s", needed, why);
 		return 0;
 	}
 	return 1;
@@ -178,7 +178,7 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 	struct imc_feed none = { .kind = IMC_FEED_NONE, .num = 1, .den = 1, .source = HERITAGE_UNAVAILABLE };
 	*feed = none;
 	if (!cat || entry >= cat->nentries) {
-		snprintf(what, len, "unavailable: no catalog entry %u", entry);
+		snprintf(what, len, "no catalog entry %u", entry);
 		return HERITAGE_UNAVAILABLE;
 	}
 	const struct imc_cat_entry *e = &cat->entries[entry];
@@ -194,7 +194,7 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 		    !match_any(r->names, base))
 			continue;
 		if (r->kind == IMC_FEED_NONE) {
-			snprintf(what, len, "unavailable: %s", r->what);
+			snprintf(what, len, "%s", r->what);
 			return HERITAGE_UNAVAILABLE;
 		}
 		struct imc_feed f = { .kind = r->kind, .mode = mode, .num = 1, .den = 1,
@@ -214,10 +214,10 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 		if (r->hz == 0 && r->kind == IMC_FEED_WALL)
 			snprintf(what, len, "%s, %.3f GHz (PAPI_HERITAGE_IMC_NEST_HZ)", r->what, (double)f.num / 1e9);
 		else
-			snprintf(what, len, "%s%s", r->source == HERITAGE_MEASURED ? "measured: " : "", r->what);
+			snprintf(what, len, "%s", r->what);
 		return r->source;
 	}
-	snprintf(what, len, "unavailable: no host source for %s", e->name);
+	snprintf(what, len, "no host source for %s", e->name);
 	return HERITAGE_UNAVAILABLE;
 }
 

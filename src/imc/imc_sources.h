@@ -56,9 +56,10 @@ struct imc_feed {
 #define IMC_NEST_DEFAULT_HZ 2000000000ULL
 
 /* The feed of entry, with its source and a phrase for the man page and the
- * error messages: what feeds it ("measured: thread CPU time ..."), or what
- * would be needed ("unavailable: needs a core PMU (perf cycles), absent
- * here: <probe evidence>").  Asks the probes (HERITAGE_MECH_PMU) the first
+ * error messages (without the source's name, which callers print): what
+ * feeds it ("the task thread's CPU time ..."), or why nothing does / what
+ * would be needed ("needs a core PMU (perf_event cycles, user mode), absent
+ * here: <probe evidence>").  what may be NULL with len 0.  Asks the probes (HERITAGE_MECH_PMU) the first
  * time a PMU feed is looked at. */
 enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, struct imc_feed *feed, char *what,
                                  size_t len);
