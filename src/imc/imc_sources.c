@@ -210,6 +210,23 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 			if (!pmu_usable(u->type, what, len, needed))
 				return HERITAGE_UNAVAILABLE;
 		}
+		/* The page holds what the hardware would: counts in units of the
+		 * catalog's scale (perf multiplies the raw value by .scale: core and
+		 * thread counters count in 512s, facilities.md §4(a)). */
+		if (e->scale && *e->scale) {
+			char *end;
+			double sc = strtod(e->scale, &end);
+			if (!*end && sc > 0 && sc <= 1e9) {
+				/* a rational num/den: scale to micro-units */
+				uint64_t micro = (uint64_t)(sc * 1e6 + 0.5);
+				if (micro % 1000000 == 0) {
+					f.den *= micro / 1000000;
+				} else if (micro) {
+					f.num *= 1000000;
+					f.den *= micro;
+				}
+			}
+		}
 		*feed = f;
 		if (r->hz == 0 && r->kind == IMC_FEED_WALL)
 			snprintf(what, len, "%s, %.3f GHz (PAPI_HERITAGE_IMC_NEST_HZ)", r->what, (double)f.num / 1e9);

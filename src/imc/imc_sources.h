@@ -36,8 +36,9 @@ enum imc_feed_mode { IMC_MODE_ALL, IMC_MODE_USER, IMC_MODE_KERNEL };
 struct imc_feed {
 	enum imc_feed_kind kind;
 	enum imc_feed_mode mode;
-	/* counter = reading * num / den (a clock's ns to its ticks; 1/1 for
-	 * PMU counts) */
+	/* counter = reading * num / den: a clock's ns to its ticks, divided by
+	 * the entry's catalog scale (the page counts in units of the scale,
+	 * as perf's .scale says: count = raw x scale) */
 	uint64_t num, den;
 	/* Core pages: summed over the core's hardware threads (CS_ events, and
 	 * every PMU and CPU-time feed); 0: the core's own clock, counted once. */

@@ -177,6 +177,16 @@ START_TEST(sources_by_name)
 	ck_assert_int_eq(imc_feed_of(&cat, E_P10_32, &f, what, sizeof what), HERITAGE_MEASURED);
 	ck_assert_int_eq(f.kind, IMC_FEED_WALL);
 	ck_assert_uint_eq(f.num, 32000000u);
+	/* The page counts in units of the catalog's scale (count = raw x scale). */
+	entries[E_P10_32].scale = "512";
+	ck_assert_int_eq(imc_feed_of(&cat, E_P10_32, &f, what, sizeof what), HERITAGE_MEASURED);
+	ck_assert_uint_eq(f.num, 32000000u);
+	ck_assert_uint_eq(f.den, 1000000000ULL * 512);
+	entries[E_P10_32].scale = "0.5";
+	ck_assert_int_eq(imc_feed_of(&cat, E_P10_32, &f, what, sizeof what), HERITAGE_MEASURED);
+	ck_assert_uint_eq(f.num, 32000000ULL * 1000000); /* twice as many raw units as ticks */
+	ck_assert_uint_eq(f.den, 1000000000ULL * 500000);
+	entries[E_P10_32].scale = NULL;
 	ck_assert_int_eq(imc_feed_of(&cat, E_P10_CCYC, &f, what, sizeof what), HERITAGE_MEASURED);
 	ck_assert_int_eq(f.kind, IMC_FEED_PMU_CYCLES);
 	heritage_probe_override(HERITAGE_MECH_PMU, NULL);
