@@ -191,7 +191,11 @@ int imc_set_start(struct imc_set *s)
 		release(s);
 		return err;
 	}
+	const char *x = heritage_env("imc", "exact");
+	s->exact = x && strcmp(x, "1") == 0;
 	for (unsigned i = 0; i < s->nevents; i++) {
+		if (s->exact)
+			imc_engine_sync(e, &s->ctr[i]);
 		s->start[i] = imc_counter_load(&s->ctr[i]);
 		s->values[i] = 0;
 	}
@@ -207,8 +211,12 @@ static void take(struct imc_set *s)
 
 int imc_set_read(struct imc_set *s)
 {
-	if (s->running)
-		take(s);
+	if (!s->running)
+		return 0;
+	if (s->exact)
+		for (unsigned i = 0; engine && i < s->nevents; i++)
+			imc_engine_sync(engine, &s->ctr[i]);
+	take(s);
 	return 0;
 }
 

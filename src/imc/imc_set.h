@@ -8,6 +8,14 @@
  * one collection period stale) and keeps the values.  The counters
  * themselves are never reset.
  *
+ * PAPI_stop reads the set BEFORE it calls the component's stop (papi.c), so
+ * the values PAPI_stop returns are a read's: at most one collection period
+ * stale, as the kernel's are on POWER9 (imc_event_stop reads the memory the
+ * microcode updates each period).  PAPI_HERITAGE_IMC_EXACT=1 (read at start)
+ * makes start and every read force the update first: exact, at the cost of
+ * the sources' reads (a clock: tens of ns; a thread's user time: a /proc
+ * read, about 10 us) instead of a load.
+ *
  * What a count means: a nest event counts its chip (:cpu=N names the chip
  * of CPU N; none: CPU 0's) and a core event its core, system-wide, whoever
  * runs there (the kernel allows them only per CPU); a thread event counts
@@ -34,6 +42,7 @@ struct imc_set {
 	struct imc_counter ctr[IMC_MAX_EVENTS];
 	uint64_t start[IMC_MAX_EVENTS];    /* the counters at start (or reset) */
 	unsigned held;                     /* domains held while running (bit per enum imc_domain_excl) */
+	int exact;                         /* PAPI_HERITAGE_IMC_EXACT=1 at start: every read updates first */
 	int running;
 	long long values[IMC_MAX_EVENTS];
 };
