@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -450,6 +451,9 @@ static int nest_page_make(struct imc_engine *e, unsigned chip, unsigned r, int w
 	} else if (want_remote) {
 		err = imc_shm_map(p->path, chip, reg->offset, reg->size, e->hash, &p->mem, why, len);
 		p->remote = !err;
+		struct stat st;
+		/* Which object: a restarted imcd's is another inode. */
+		p->ino = !err && stat(p->path, &st) == 0 ? st.st_ino : 0;
 		p->map_size = (size_t)reg->size + IMC_SHM_HEADER;
 	} else {
 		p->mem = anon_page(reg->size);
@@ -909,6 +913,65 @@ int imc_engine_run(struct imc_engine *e)
 		e->thread_pid = getpid();
 	pthread_mutex_unlock(&e->lock);
 	return err ? heritage_fail(-err, "imc: cannot start the engine thread: %s", strerror(err)) : 0;
+}
+
+int imc_engine_check_nest(struct imc_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	if (!e->nest_shared || e->kind != IMC_ENGINE_PROCESS) {
+		pthread_mutex_unlock(&e->lock);
+		return 0;
+	}
+	uint64_t now = imc_shm_boottime_ns();
+	int stale = 0;
+	int32_t pid = 0;
+	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++) {
+		const struct imc_shm_header *h = imc_shm_header(e->nest[i]->mem, (uint32_t)e->nest[i]->size);
+		struct stat st;
+		pid = h->pid;
+		/* Stale, or removed (imcd stopped) or replaced (restarted). */
+		stale |= imc_shm_stale(h, now) || stat(e->nest[i]->path, &st) != 0 || st.st_ino != e->nest[i]->ino;
+	}
+	if (!stale) {
+		pthread_mutex_unlock(&e->lock);
+		return 0;
+	}
+	/* A restarted imcd publishes new objects; else this process counts.
+	 * The old mappings stay: a set of another thread may be reading them. */
+	char why[512] = "";
+	int err = 0;
+	struct imc_page **old = malloc((size_t)e->topo->nchips * e->nregions * sizeof *old);
+	if (!old) {
+		pthread_mutex_unlock(&e->lock);
+		return heritage_fail(-ENOMEM, "imc: out of memory");
+	}
+	memcpy(old, e->nest, (size_t)e->topo->nchips * e->nregions * sizeof *old);
+	for (unsigned c = 0; c < e->topo->nchips && !err; c++)
+		for (unsigned r = 0; r < e->nregions && !err; r++)
+			err = nest_page_make(e, c, r, 1, why, sizeof why);
+	if (err) {
+		snprintf(e->nest_where, sizeof e->nest_where,
+		         "this process's engine (imcd pid %d's pages are gone or stale, and no imcd replaces them: %s)", (int)pid,
+		         why);
+		e->nest_shared = 0;
+		err = 0;
+		for (unsigned c = 0; c < e->topo->nchips && !err; c++)
+			for (unsigned r = 0; r < e->nregions && !err; r++)
+				err = nest_page_make(e, c, r, 0, why, sizeof why);
+	} else {
+		snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
+		         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+	}
+	/* The old pages' memory is kept (readers may hold it), their records go. */
+	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
+		if (old[i] && old[i] != e->nest[i]) {
+			old[i]->mem = NULL;
+			page_free(old[i]);
+		}
+	free(old);
+	pthread_cond_broadcast(&e->wake);
+	pthread_mutex_unlock(&e->lock);
+	return err ? heritage_fail(err, "imc: cannot make the nest pages: %s", why) : 0;
 }
 
 const char *imc_engine_nest_where(const struct imc_engine *e)

@@ -123,6 +123,11 @@ uint64_t imc_engine_tick(struct imc_engine *e, uint64_t now_ns);
  * engine: <why not imcd>". */
 const char *imc_engine_nest_where(const struct imc_engine *e);
 int imc_engine_nest_shared(const struct imc_engine *e);
+/* Before counting: if imcd's pages are stale (imcd stopped or died), map a
+ * restarted imcd's, else count this process's own from now (the message
+ * from imc_engine_nest_where says which).  A set started before keeps
+ * reading the old page, whose counts then stop. */
+int imc_engine_check_nest(struct imc_engine *e);
 
 /* ---- counters ---------------------------------------------------------------------- */
 struct imc_counter {

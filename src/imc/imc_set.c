@@ -170,6 +170,13 @@ int imc_set_start(struct imc_set *s)
 	pthread_mutex_unlock(&engine_lock);
 	if (!e && !(e = imc_set_engine()))
 		return -ENODEV;
+	for (unsigned i = 0; i < s->nevents; i++)
+		if (s->type[i] == IMC_TYPE_NEST) {
+			int err = imc_engine_check_nest(e);
+			if (err)
+				return err;
+			break;
+		}
 	/* Read when it matters: a program may change it between runs. */
 	if (heritage_env("imc", "speed"))
 		imc_engine_set_speed(e, imc_speed_setting());

@@ -429,6 +429,37 @@ START_TEST(shared_nest_page)
 }
 END_TEST
 
+/* imcd stops: a new set's start finds its pages gone and counts its own;
+ * imcd restarts: the next start maps the new daemon's pages. */
+START_TEST(daemon_gone_and_back)
+{
+	private_shm();
+	fake_ns = 0;
+	struct imc_engine *d = fake_engine(IMC_ENGINE_DAEMON), *r = NULL, *r2 = NULL;
+	ck_assert_int_eq(imc_engine_create(&cat, &smt2, IMC_ENGINE_PROCESS, &r), 0);
+	ck_assert_int_eq(imc_engine_create(&cat, &smt2, IMC_ENGINE_PROCESS, &r2), 0);
+	ck_assert_int_eq(imc_engine_check_nest(r), 0);
+	ck_assert_int_eq(imc_engine_nest_shared(r), 1); /* fresh: kept */
+	imc_engine_destroy(d);                          /* its objects go */
+	ck_assert_int_eq(imc_engine_check_nest(r), 0);
+	ck_assert_int_eq(imc_engine_nest_shared(r), 0);
+	ck_assert_msg(strstr(imc_engine_nest_where(r), "gone or stale"), "%s", imc_engine_nest_where(r));
+	ck_assert_ptr_nonnull(imc_engine_nest_cb(r, 0, 0)); /* its own now */
+	d = fake_engine(IMC_ENGINE_DAEMON);             /* a new imcd */
+	ck_assert_int_eq(imc_engine_check_nest(r2), 0);
+	ck_assert_int_eq(imc_engine_nest_shared(r2), 1);
+	struct imc_counter c;
+	ck_assert_int_eq(imc_engine_arm(r2, E_PB_CYC, 0, &c), 0);
+	imc_engine_tick(d, 1000000000ULL);
+	fake_ns = 500;
+	imc_engine_tick(d, 2000000000ULL);
+	ck_assert_uint_eq(imc_counter_load(&c), 1000); /* the new daemon's page */
+	imc_engine_destroy(r);
+	imc_engine_destroy(r2);
+	imc_engine_destroy(d);
+}
+END_TEST
+
 /* ---- exclusivity ----------------------------------------------------------------------------- */
 START_TEST(exclusive_domains)
 {
@@ -509,6 +540,7 @@ int main(void)
 	tcase_add_test(tc, thread_pages_per_task);
 	tcase_add_test(tc, real_thread_user_time);
 	tcase_add_test(tc, shared_nest_page);
+	tcase_add_test(tc, daemon_gone_and_back);
 	tcase_add_test(tc, exclusive_domains);
 	tcase_add_test(tc, engine_thread);
 	suite_add_tcase(s, tc);
