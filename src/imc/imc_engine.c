@@ -149,6 +149,7 @@ struct imc_page {
 	unsigned nfeeds, cap;
 	uint64_t period_ns, next_ns, cb_next_ns;
 	int status;            /* nest: IMC_RUN_*; others running */
+	unsigned users;        /* armed counters not released: updated only while > 0 */
 	pid_t tid;
 };
 
@@ -631,7 +632,7 @@ static uint64_t page_tick(struct imc_engine *e, struct imc_page *p, uint64_t now
 		}
 		next = p->cb_next_ns;
 	}
-	if (p->status == IMC_RUN_RUNNING && p->nfeeds) {
+	if (p->status == IMC_RUN_RUNNING && p->nfeeds && p->users) {
 		if (now >= p->next_ns) {
 			page_update(e, p);
 			/* Keep the cadence; after a long delay, restart it from now. */
@@ -1055,6 +1056,14 @@ int imc_engine_arm(struct imc_engine *e, unsigned entry, int cpu, struct imc_cou
 		pthread_mutex_unlock(&e->lock);
 		return 0;
 	}
+	/* A page nobody counts is not updated (the kernel stops the core and
+	 * nest engines at their last release, imc-pmu.c): its first user again
+	 * counts on from the values it holds, the idle time not counted. */
+	if (p->users++ == 0)
+		for (unsigned i = 0; i < p->nfeeds; i++) {
+			feed_reorigin(p, &p->feeds[i]);
+			feed_update(e, p, &p->feeds[i]);
+		}
 	for (unsigned i = 0; i < p->nfeeds; i++)
 		if (p->feeds[i].offset == (uint32_t)ce->value) {
 			c->feed = (int)i;
@@ -1086,6 +1095,7 @@ int imc_engine_arm(struct imc_engine *e, unsigned entry, int cpu, struct imc_cou
 		if (!f->fds)
 			err = heritage_fail(-ENOMEM, "imc: out of memory");
 		if (err) {
+			p->users--;
 			for (unsigned k = 0; f->fds && k < p->npoints; k++)
 				if (f->fds[k] >= 0)
 					close(f->fds[k]);
@@ -1103,6 +1113,16 @@ int imc_engine_arm(struct imc_engine *e, unsigned entry, int cpu, struct imc_cou
 	pthread_cond_broadcast(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
+}
+
+void imc_engine_release(struct imc_engine *e, const struct imc_counter *c)
+{
+	if (!c->page || c->page->remote)
+		return;
+	pthread_mutex_lock(&e->lock);
+	if (c->page->users)
+		c->page->users--;
+	pthread_mutex_unlock(&e->lock);
 }
 
 int imc_engine_sync(struct imc_engine *e, const struct imc_counter *c)

@@ -23,8 +23,10 @@
  *          while the task runs); here the thread page of a task thread is
  *          fed by that thread's own sources (its CPU clock, its perf
  *          counters), from whichever CPU it runs on.
- * A counter is armed (its feed starts) the first time a set counts it and
- * keeps running after, as the hardware's do.
+ * A counter is armed (its feed starts) when a set starts counting it and
+ * released when the set stops; a page is updated while any of its counters
+ * is armed (the kernel's refcounted engines), and counts on from the values
+ * it holds when armed again.  Counters are never reset.
  */
 #ifndef HERITAGE_IMC_ENGINE_H
 #define HERITAGE_IMC_ENGINE_H
@@ -142,6 +144,10 @@ struct imc_counter {
  * -ENOTSUP (no source here: the reason), -EINVAL (bad cpu), -EPERM/-EACCES
  * (perf refused), -ENOMEM. */
 int imc_engine_arm(struct imc_engine *e, unsigned entry, int cpu, struct imc_counter *c);
+/* The counter is no longer read by its armer: a page with no armed counter
+ * left is not updated (as the kernel stops the core and nest engines at
+ * their last release) until the next arm, which counts on from its values. */
+void imc_engine_release(struct imc_engine *e, const struct imc_counter *c);
 /* The counter's value now: one big-endian load.  Async-signal-safe. */
 static inline uint64_t imc_counter_load(const struct imc_counter *c)
 {

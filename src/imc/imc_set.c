@@ -190,11 +190,16 @@ int imc_set_start(struct imc_set *s)
 		}
 	}
 	/* Thread events arm the calling task thread's page. */
-	for (unsigned i = 0; i < s->nevents && !err; i++)
-		err = imc_engine_arm(e, s->entry[i], s->cpu[i], &s->ctr[i]);
+	unsigned armed = 0;
+	while (!err && armed < s->nevents) {
+		err = imc_engine_arm(e, s->entry[armed], s->cpu[armed], &s->ctr[armed]);
+		armed += !err;
+	}
 	if (!err)
 		err = imc_engine_run(e);
 	if (err) {
+		for (unsigned i = 0; i < armed; i++)
+			imc_engine_release(e, &s->ctr[i]);
 		release(s);
 		return err;
 	}
@@ -235,6 +240,8 @@ int imc_set_stop(struct imc_set *s)
 	for (unsigned i = 0; e && i < s->nevents; i++)
 		imc_engine_sync(e, &s->ctr[i]);
 	take(s);
+	for (unsigned i = 0; e && i < s->nevents; i++)
+		imc_engine_release(e, &s->ctr[i]);
 	s->running = 0;
 	release(s);
 	return 0;
