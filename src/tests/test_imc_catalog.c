@@ -668,6 +668,74 @@ START_TEST(another_catalog)
 }
 END_TEST
 
+/* A whole tree is more than its imc-counters node: what lies elsewhere
+ * (a deep PCI hierarchy, a property over 1 MiB, a `security-*` property
+ * that Linux shows with mode 0400, so unreadable to a user) must not stop
+ * the catalog from loading, from a DTB or from /proc/device-tree. */
+/* inherit.dts in a whole tree that also holds /cpus/cpu@0/bridge@0/...
+ * 24 deep and a 2 MiB property in /cpus.  malloc'd. */
+static void *big_tree(void)
+{
+	size_t len;
+	void *cat = read_whole(FIXTURES "inherit.dtb", &len);
+	void *tree = wrap_in_tree(cat);
+	int size = (int)fdt_totalsize(tree) + (2 << 20) + 4096;
+	void *big = malloc((size_t)size);
+	ck_assert_int_eq(fdt_open_into(tree, big, size), 0);
+	int at = fdt_path_offset(big, "/cpus/cpu@0");
+	ck_assert_int_ge(at, 0);
+	for (int d = 0; d < 24; d++) {
+		char name[16];
+		snprintf(name, sizeof name, "bridge@%d", d);
+		at = fdt_add_subnode(big, at, name);
+		ck_assert_int_ge(at, 0);
+	}
+	void *blob2m = calloc(1, 2 << 20);
+	ck_assert_int_eq(fdt_setprop(big, fdt_path_offset(big, "/cpus"), "ibm,big-table", blob2m, 2 << 20), 0);
+	free(blob2m);
+	ck_assert_int_eq(fdt_pack(big), 0);
+	free(tree);
+	free(cat);
+	return big;
+}
+
+START_TEST(rest_of_the_tree_is_not_read_dtb)
+{
+	void *big = big_tree();
+	static const char *const units[] = { "both@100", "none@200", "unitonly@300" };
+	struct imc_catalog *c = NULL;
+	int rc = imc_catalog_from_dtb(big, fdt_totalsize(big), "big-tree.dtb", &c);
+	ck_assert_msg(rc == 0, "whole-tree DTB: %d %s", rc, heritage_last_error());
+	ck_assert_uint_eq(c->nentries, 12);
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_str_eq(c->units[i].node, units[i]);
+	imc_catalog_free(c);
+	free(big);
+}
+END_TEST
+
+START_TEST(rest_of_the_tree_is_not_read_dir)
+{
+	void *big = big_tree();
+	char *tmp = make_tmpdir(), *root = path_join(tmp, "device-tree");
+	dtb_node_to_dir(big, 0, root);
+	char *sec = path_join(root, "cpus/security-key");
+	write_whole(sec, "\1\2\3\4", 4);
+	/* Unreadable but to root (who reads it anyway: the case bites when
+	 * the suite runs as nobody). */
+	ck_assert_int_eq(chmod(sec, 0), 0);
+	struct imc_catalog *c = NULL;
+	int rc = imc_catalog_from_path(root, &c);
+	ck_assert_msg(rc == 0, "whole-tree directory: %d %s", rc, heritage_last_error());
+	ck_assert_uint_eq(c->nentries, 12);
+	imc_catalog_free(c);
+	free(sec);
+	free(root);
+	rm_tree(tmp);
+	free(big);
+}
+END_TEST
+
 /* ------------------------------------------------------------- refusals */
 
 enum edit { SET_U32, SET_BYTES, DEL };
@@ -704,7 +772,8 @@ static const struct broken broken[] = {
 	{ "size 0", "/both@100", "size", SET_U32, 0, NULL, 0, "both@100", "size" },
 	{ "unit without size", "/both@100", "size", DEL, 0, NULL, 0, "both@100", "size" },
 	{ "unit without events", "/unitonly@300", "events", DEL, 0, NULL, 0, "unitonly@300", "events" },
-	{ "control block past size", "/both@100", "cb_offset", SET_U32, 0x3fff0, NULL, 0, "both@100", "cb_offset" },
+	/* skiboot's struct imc_chip_cb is 40 bytes: at size - 32 it overflows. */
+	{ "control block past size", "/both@100", "cb_offset", SET_U32, 0x40000 - 32, NULL, 0, "both@100", "cb_offset" },
 	{ "offset of 2 bytes", "/both@100", "offset", SET_BYTES, 0, "\0\1", 2, "both@100", "offset" },
 };
 
@@ -779,6 +848,8 @@ START_TEST(accepted_as_linux_does)
 	ck_assert_int_eq(fdt_delprop(blob, AT("/list-events"), "phandle"), 0);
 	ck_assert_int_eq(fdt_setprop_u32(blob, AT("/list-events"), "linux,phandle", ph), 0);
 	ck_assert_int_eq(fdt_delprop(blob, AT("/none@200"), "events-prefix"), 0);
+	/* The 40-byte control block ending at the unit's size. */
+	ck_assert_int_eq(fdt_setprop_u32(blob, AT("/both@100"), "cb_offset", 0x40000 - 40), 0);
 #undef AT
 	ck_assert_int_eq(fdt_pack(blob), 0);
 
@@ -801,6 +872,7 @@ START_TEST(accepted_as_linux_does)
 	};
 	ck_entries(cat, w, sizeof w / sizeof w[0]);
 	ck_assert_str_eq(cat->units[1].prefix, "");
+	ck_assert_uint_eq(cat->units[0].cb_offset, 0x40000 - 40);
 	imc_catalog_free(cat);
 	free(blob);
 	free(base);
@@ -1023,6 +1095,8 @@ int main(void)
 	tcase_add_test(tc, dtb_and_directory_agree);
 	tcase_add_test(tc, scale_and_unit_inheritance);
 	tcase_add_test(tc, another_catalog);
+	tcase_add_test(tc, rest_of_the_tree_is_not_read_dtb);
+	tcase_add_test(tc, rest_of_the_tree_is_not_read_dir);
 	tcase_add_loop_test(tc, refusals, 0, sizeof broken / sizeof broken[0]);
 	tcase_add_test(tc, accepted_as_linux_does);
 	tcase_add_test(tc, refusals_of_the_blob);
