@@ -53,11 +53,19 @@ static int nomem(void)
  * -EINVAL naming the file. */
 static int read_attr(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put where an attribute belongs must not hang
+	 * discovery; it is refused below, as is anything but a regular file
+	 * (what sysfs attributes are). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
 		return heritage_fail(-EINVAL, "imc: %s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return heritage_fail(-EINVAL, "imc: %s: not a regular file (a sysfs attribute is one)", path);
 	}
 	size_t n = 0;
 	for (;;) {

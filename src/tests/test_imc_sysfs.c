@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/heritage_error.h"
+#include "common/heritage_probe.h"
 #include "imc/imc_sysfs.h"
 
 static char *fixture(const char *name)
@@ -395,6 +396,16 @@ START_TEST(account_rules)
 	const struct imc_sysfs_pmu *thread = imc_sysfs_pmu_find(s, "thread_imc");
 	ck_assert_int_eq(imc_sysfs_counter_open(&c, thread, &thread->events[0], 3), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "counts a task, not a CPU"));
+	/* A real thread_imc needs the capability on top of perf itself: never
+	 * usable where perf software events are not; when refused, the
+	 * reason names the capability. */
+	int u = imc_sysfs_usable(thread, why, sizeof why);
+	if (!heritage_probe_works(HERITAGE_MECH_PERF_SW))
+		ck_assert_int_ne(u, 0);
+	if (u != 0) {
+		ck_assert_msg(u == -EACCES || u == -EPERM || u == -ENOTSUP, "usable: %d", u);
+		ck_assert_msg(strstr(why, "thread_imc needs CAP_PERFMON") != NULL, "why: %s", why);
+	}
 	imc_sysfs_free(sw);
 	imc_sysfs_free(s);
 }
