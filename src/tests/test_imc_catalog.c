@@ -28,6 +28,7 @@
 #include "common/heritage_error.h"
 #include "imc/imc_builtin.h"
 #include "imc/imc_catalog.h"
+#include "imc/imc_events.h"
 
 #include <check.h>
 #include <errno.h>
@@ -1085,6 +1086,64 @@ START_TEST(environment_names_the_catalog)
 }
 END_TEST
 
+/* The events as PAPI lists them (imc_events: the parser's table, code
+ * order) of the catalog PAPI_HERITAGE_IMC_CATALOG=value names, written by a
+ * child (the catalog is read once per process) into out: "name value\n"
+ * for code 0, 1, ... */
+static void child_listing(const char *value, const char *out)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("PAPI_HERITAGE_IMC_CATALOG", value, 1);
+		FILE *f = fopen(out, "w");
+		char why[256] = "", name[256];
+		if (!f || imc_events_init(why, sizeof why) != 0) {
+			fprintf(stderr, "%s: %s\n", value, why);
+			_exit(1);
+		}
+		for (unsigned code = 0; code < imc_nevents(); code++) {
+			if (imc_event_format(code, name, sizeof name) != 0)
+				_exit(1);
+			fprintf(f, "%s 0x%llx\n", name, (unsigned long long)imc_event_entry(code)->value);
+		}
+		_exit(fclose(f) == 0 ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A DTB and the directory of the same catalog list the same events under
+ * the same codes, in the same order, though the directory reader meets
+ * the nodes in another order than the DTB keeps. */
+START_TEST(dtb_and_directory_list_alike)
+{
+	char *tmp = make_tmpdir(), *dtb = path_join(tmp, "p9.dtb"), *dir = path_join(tmp, "imc-counters");
+	char *a = path_join(tmp, "dtb.txt"), *b = path_join(tmp, "dir.txt");
+	write_whole(dtb, imc_builtin_dtb, imc_builtin_dtb_len);
+	dtb_node_to_dir(imc_builtin_dtb, 0, dir);
+	child_listing(dtb, a);
+	child_listing(dir, b);
+	size_t la, lb;
+	char *ta = read_whole(a, &la), *tb = read_whole(b, &lb);
+	ck_assert_uint_gt(la, 0);
+	ck_assert_msg(la == lb && memcmp(ta, tb, la) == 0, "the DTB and the directory list differently");
+	/* 621 lines, the count of the facts (builtin_is_the_facts). */
+	unsigned lines = 0;
+	for (size_t i = 0; i < la; i++)
+		lines += ta[i] == '\n';
+	ck_assert_uint_eq(lines, 621);
+	free(ta);
+	free(tb);
+	free(a);
+	free(b);
+	free(dtb);
+	free(dir);
+	rm_tree(tmp);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("imc_catalog");
@@ -1103,6 +1162,7 @@ int main(void)
 	tcase_add_test(tc, refusals_of_the_directory);
 	tcase_add_test(tc, no_crash_on_any_damage);
 	tcase_add_test(tc, environment_names_the_catalog);
+	tcase_add_test(tc, dtb_and_directory_list_alike);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
