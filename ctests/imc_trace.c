@@ -12,6 +12,8 @@
  *                    why, when tracefs or the tracepoint is not open to this
  *                    account) and by handlers of SIGPROF, SIGALRM, SIGIO,
  *                    SIGURG and SIGTRAP;
+ *   imc_trace spin   the loop alone for 0.3 s of CPU, untraced: what
+ *                    tests/cases/imc_trace_dump.test traces from outside;
  *   imc_trace wrap   20 kHz into a 4K-entry buffer for long enough to wrap:
  *                    records lost are reported, the ones kept are the
  *                    samples since the last wrap, in increasing timebase.
@@ -282,6 +284,11 @@ static int mode_wrap(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "run";
+	/* The loop alone, for imc_trace_dump(1) to trace (imc_trace_dump.test). */
+	if (strcmp(mode, "spin") == 0) {
+		run_loop(300000000u);
+		return 0;
+	}
 	int rc = PAPI_library_init(PAPI_VER_CURRENT);
 	if (rc != PAPI_VER_CURRENT) {
 		fprintf(stderr, "PAPI_library_init: %d\n", rc);
@@ -291,6 +298,6 @@ int main(int argc, char **argv)
 		return mode_run();
 	if (strcmp(mode, "wrap") == 0)
 		return mode_wrap();
-	fprintf(stderr, "usage: imc_trace run|wrap\n");
+	fprintf(stderr, "usage: imc_trace run|wrap|spin\n");
 	return 2;
 }

@@ -289,7 +289,6 @@ int imc_trace_start(struct imc_trace_session **out, const struct imc_trace_confi
 	a.clockid = CLOCK_MONOTONIC;
 	a.watermark = 1;
 	a.wakeup_watermark = (RING_PAGES * 4096) / 4;
-	a.inherit = c->inherit ? 1 : 0;
 	a.enable_on_exec = c->enable_on_exec ? 1 : 0;
 	a.mmap = c->want_maps ? 1 : 0;
 	/* No sigtrap, and the fd never gets O_ASYNC or F_SETSIG: the kernel

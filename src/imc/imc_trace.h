@@ -20,9 +20,9 @@
  * What each record's fields are here:
  *   DW0, DW7  measured: the sample's CLOCK_MONOTONIC time (perf use_clockid)
  *             as 512 MHz timebase ticks (imc_tb_from_ns); kept strictly
- *             increasing: a sample older than the previous one (several
- *             threads' samples interleaved in one ring when a command's
- *             children are traced) gets previous + 1, counted in `reordered`.
+ *             increasing: a sample not newer than the previous one gets
+ *             previous + 1, counted in `reordered` (none is expected: one
+ *             thread's samples reach one ring in order).
  *   DW1       measured: the sampled user PC.
  *   DW2       measured: MSR[HV,PR] in bits 63:62 from the sample's cpumode
  *             (user 3, host kernel 2, guest user 1, guest kernel 0), the
@@ -55,8 +55,8 @@
 struct imc_trace_config {
 	unsigned hz;            /* samples per second of the traced thread's CPU time */
 	unsigned buffersize;    /* BUFFERSIZE code 0-4 */
-	pid_t pid;              /* 0: the calling thread; else that process */
-	int inherit;            /* pid's future threads and children too */
+	pid_t pid;              /* 0: the calling thread; else that process's first thread
+	                           (the kernel maps no ring of an inherited per-task event) */
 	int enable_on_exec;     /* start at pid's next execve (a forked command) */
 	int want_maps;          /* keep the executable mappings seen (PERF_RECORD_MMAP) */
 };
