@@ -13,55 +13,38 @@
 #include <i860paragon/rpm.h>
 #include <papi.h>
 
+#include "bench.h"
+
 #define BATCHES 9
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp);
-	return v[n / 2];
-}
 
 static volatile double sink;
 
 static double per_call_load(long n)
 {
 	struct rpm *rpm = (struct rpm *)RPM_BASE_VADDR;
-	double t0 = now();
+	double t0 = bench_now();
 	for (long i = 0; i < n; i++)
 		sink = rpm->rpm_time;
-	return (now() - t0) * 1e9 / (double)n;
+	return (bench_now() - t0) * 1e9 / (double)n;
 }
 
 static double per_call_dclock(long n)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	for (long i = 0; i < n; i++)
 		sink = dclock();
-	return (now() - t0) * 1e9 / (double)n;
+	return (bench_now() - t0) * 1e9 / (double)n;
 }
 
 static double per_call_clock(long n)
 {
 	struct timespec ts;
-	double t0 = now();
+	double t0 = bench_now();
 	for (long i = 0; i < n; i++) {
 		clock_gettime(CLOCK_BOOTTIME, &ts);
 		sink = (double)ts.tv_nsec;
 	}
-	return (now() - t0) * 1e9 / (double)n;
+	return (bench_now() - t0) * 1e9 / (double)n;
 }
 
 static double per_call_read(int set, long n)
@@ -73,13 +56,13 @@ static double per_call_read(int set, long n)
 		fprintf(stderr, "PAPI_start: %s\n", PAPI_strerror(rc));
 		exit(1);
 	}
-	double t0 = now();
+	double t0 = bench_now();
 	for (long i = 0; i < n; i++)
 		if (PAPI_read(set, v) != PAPI_OK) {
 			fprintf(stderr, "PAPI_read failed\n");
 			exit(1);
 		}
-	double t = (now() - t0) * 1e9 / (double)n;
+	double t = (bench_now() - t0) * 1e9 / (double)n;
 	PAPI_stop(set, v);
 	sink = (double)v[0];
 	return t;
@@ -123,8 +106,8 @@ int main(void)
 		soft[b] = per_call_read(set_s, 20000);
 		perf[b] = per_call_read(set_p, 20000);
 	}
-	double ml = median(load, BATCHES), md = median(dcl, BATCHES), mc = median(clk, BATCHES);
-	double mt = median(rt, BATCHES), ms = median(soft, BATCHES), mp = median(perf, BATCHES);
+	double ml = bench_median(load, BATCHES), md = bench_median(dcl, BATCHES), mc = bench_median(clk, BATCHES);
+	double mt = bench_median(rt, BATCHES), ms = bench_median(soft, BATCHES), mp = bench_median(perf, BATCHES);
 	printf("=== paragon_rpm read costs (ns per call, median of %d interleaved batches)\n", BATCHES);
 	printf("load of rpm->rpm_time through the mapping (fault + step): %10.1f\n", ml);
 	printf("dclock():                                                 %10.1f\n", md);

@@ -31,8 +31,10 @@ static int imc_init_component(int cidx)
 	char why[PAPI_MAX_STR_LEN];
 
 	_imc_vector.cmp_info.CmpIdx = cidx;
-	_imc_vector.cmp_info.num_native_events = IMC_NEVENTS;
-	int err = imc_any_usable(why, sizeof why);
+	int err = imc_events_init(why, sizeof why);
+	_imc_vector.cmp_info.num_native_events = (int)imc_nevents();
+	if (err == 0)
+		err = imc_any_usable(why, sizeof why);
 	if (err == 0)
 		heritage_component_limits(&_imc_vector, "POWER9 In-Memory Collection counters",
 		                          "no IMC PMUs off POWER9: nest events unavailable");
@@ -130,13 +132,14 @@ static int imc_ntv_enum_step(unsigned *code, int modifier)
 		return PAPI_OK;
 	case PAPI_ENUM_EVENTS: {
 		unsigned next = (*code & IMC_CODE_INDEX_MASK) + 1;
-		if (next >= IMC_NEVENTS)
+		if (next >= imc_nevents())
 			return PAPI_ENOEVNT;
 		*code = next;
 		return PAPI_OK;
 	}
 	case PAPI_NTV_ENUM_UMASKS: /* :cpu=0 .. :cpu=N-1 on nest events */
-		return heritage_event_next_qual(&imc_event_names, 0, code) == 0 ? PAPI_OK : PAPI_ENOEVNT;
+		return imc_events_names() && heritage_event_next_qual(imc_events_names(), 0, code) == 0 ? PAPI_OK
+		                                                                                           : PAPI_ENOEVNT;
 	default:
 		return PAPI_EINVAL;
 	}
@@ -160,25 +163,25 @@ static int imc_ntv_enum_events(unsigned *code, int modifier)
 
 static int imc_ntv_code_to_descr(unsigned code, char *descr, int len)
 {
-	unsigned idx = code & IMC_CODE_INDEX_MASK;
+	const struct imc_cat_entry *e = imc_event_entry(code);
 
-	if (idx >= IMC_NEVENTS)
+	if (!e || len <= 0)
 		return PAPI_ENOEVNT;
-	snprintf(descr, (size_t)len, "%s", imc_events[idx].desc);
+	imc_event_describe(code, descr, (size_t)len);
 	return PAPI_OK;
 }
 
 static int imc_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 {
-	unsigned idx = code & IMC_CODE_INDEX_MASK;
+	const struct imc_cat_entry *e = imc_event_entry(code);
 	char name[PAPI_MAX_STR_LEN];
 
-	if (imc_event_format(code, name, sizeof name) != 0)
+	if (!e || imc_event_format(code, name, sizeof name) != 0)
 		return PAPI_ENOEVNT;
 	snprintf(info->symbol, sizeof info->symbol, "%s", name);
-	imc_ntv_code_to_descr(code, info->long_descr, sizeof info->long_descr);
-	snprintf(info->short_descr, sizeof info->short_descr, "%s", imc_events[idx].name);
-	snprintf(info->units, sizeof info->units, "%s", imc_events[idx].units);
+	imc_event_describe(code, info->long_descr, sizeof info->long_descr);
+	snprintf(info->short_descr, sizeof info->short_descr, "%s", e->name);
+	imc_event_units(code, info->units, sizeof info->units);
 	info->data_type = PAPI_DATATYPE_UINT64;
 	info->value_type = PAPI_VALUETYPE_RUNNING_SUM;
 	info->timescope = PAPI_TIMESCOPE_SINCE_START;
@@ -189,12 +192,12 @@ static int imc_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 
 int imc_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts)
 {
-	unsigned idx = local_code & IMC_CODE_INDEX_MASK;
+	const struct imc_cat_unit *u = imc_event_unit(local_code);
 
-	if (idx >= IMC_NEVENTS)
+	if (!u)
 		return PAPI_ENOEVNT;
-	facts->caps = 0;
-	facts->source = (enum papi_heritage_source)imc_events[idx].source;
+	facts->caps = u->type == IMC_TYPE_TRACE ? PAPI_HERITAGE_CAP_TRACE : 0;
+	facts->source = (enum papi_heritage_source)imc_event_source(local_code, NULL, 0);
 	return PAPI_OK;
 }
 

@@ -3,6 +3,7 @@
  * it each facility had its own, and the same mistake gave -ENOENT in one
  * component and -EINVAL in another (issue 12).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,11 +129,97 @@ static int parse_qualifier(const struct heritage_event_names *f, unsigned index,
 	                     (int)qlen, q, acc);
 }
 
+/* Where the qualifiers start: the first ':' that is not half of a "::",
+ * which separates a PMU from its event in imc's names
+ * ("nest_mcs01_imc::PM_MCS01_64B_RD_DISP_PORT01:cpu=0"), as in libpfm4's. */
+static const char *qualifier_colon(const char *name)
+{
+	for (const char *c = strchr(name, ':'); c; c = strchr(c, ':')) {
+		if (c[1] != ':')
+			return c;
+		c += 2;
+	}
+	return NULL;
+}
+
+/* Case-insensitive edit distance, capped (names are short). */
+static unsigned distance(const char *a, size_t la, const char *b)
+{
+	unsigned row[128];
+	size_t lb = strlen(b);
+	if (la >= 127 || lb >= 127)
+		return ~0u;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+			unsigned best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+			row[j] = sub < best ? sub : best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* Does e contain the n bytes of s, case-insensitively? */
+static int contains(const char *e, const char *s, size_t n)
+{
+	for (size_t el = strlen(e); n && el >= n; e++, el--)
+		if (strncasecmp(e, s, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* Up to three of f's names nearest to the base name typed, for the
+ * message of an unknown name: the closest by edit distance, or those
+ * that contain the event part typed (after a "::"), so that a name from
+ * another revision of a catalog finds this one's ("CPM_CS_INST" finds
+ * "thread_imc::CPM_CS_INST_USER"). */
+static void suggest(const struct heritage_event_names *f, const char *name, size_t base, char *out, size_t len)
+{
+	unsigned best[3] = { ~0u, ~0u, ~0u }, who[3] = { 0 };
+	const char *tail = name;
+	for (const char *c = name; c + 1 < name + base; c++)
+		if (c[0] == ':' && c[1] == ':')
+			tail = c + 2;
+	size_t tlen = base - (size_t)(tail - name);
+	unsigned limit = base / 3 > 3 ? (unsigned)(base / 3) : 3;
+	for (unsigned i = 0; i < f->n; i++) {
+		const char *e = heritage_event_name_at(f, i);
+		unsigned d = distance(name, base, e);
+		if (d > limit && tlen >= 4 && contains(e, tail, tlen))
+			d = limit; /* as good as the worst close spelling */
+		if (d > limit)
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (d < best[k]) {
+				for (int m = 2; m > k; m--) {
+					best[m] = best[m - 1];
+					who[m] = who[m - 1];
+				}
+				best[k] = d;
+				who[k] = i;
+				break;
+			}
+	}
+	size_t at = 0;
+	out[0] = '\0';
+	for (int k = 0; k < 3 && best[k] != ~0u && at < len; k++)
+		at += (size_t)snprintf(out + at, len - at, "%s%s", k ? ", " : "did you mean ",
+		                       heritage_event_name_at(f, who[k]));
+	if (at && at < len)
+		snprintf(out + at, len - at, "? ");
+}
+
 int heritage_event_parse(const struct heritage_event_names *f, const char *name, unsigned *code)
 {
 	if (!name || !code)
 		return heritage_fail(-EINVAL, "%s: no event name", f->component);
-	const char *colon = strchr(name, ':');
+	const char *colon = qualifier_colon(name);
 	size_t base = colon ? (size_t)(colon - name) : strlen(name);
 	unsigned index;
 	for (index = 0; index < f->n; index++) {
@@ -140,9 +227,12 @@ int heritage_event_parse(const struct heritage_event_names *f, const char *name,
 		if (strlen(e) == base && strncasecmp(e, name, base) == 0)
 			break;
 	}
-	if (index == f->n)
-		return heritage_fail(-ENOENT, "no event named '%.*s' in component %s (papi_native_avail -i %s lists its "
-		                     "events)", (int)base, name, f->component, f->component);
+	if (index == f->n) {
+		char near[400];
+		suggest(f, name, base, near, sizeof near);
+		return heritage_fail(-ENOENT, "no event named '%.*s' in component %s (%spapi_native_avail -i %s lists "
+		                     "its events)", (int)base, name, f->component, near, f->component);
+	}
 	unsigned c = index, seen = 0;
 	while (colon) {
 		const char *q = colon + 1, *next = strchr(q, ':');

@@ -1,54 +1,214 @@
 #include <errno.h>
+#include <hwloc.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "common/heritage_error.h"
 #include "imc/imc_events.h"
+#include "imc/imc_sources.h"
 
-const struct imc_event imc_events[IMC_NEVENTS] = {
-	[IMC_MCS01_64B_RD_DISP_PORT01] = {
-		.name = "PM_MCS01_64B_RD_DISP_PORT01",
-		.desc = "64-byte read dispatches on ports 0-1 of memory controller pair MCS01 (nest IMC, per chip; "
-		        ":cpu=N names the chip by one of its CPUs). No honest source off POWER9 [unavailable]",
-		.source = HERITAGE_UNAVAILABLE, .domain = IMC_NEST, .units = "" },
-	[IMC_THREAD_CPU_NS] = {
-		.name = "THREAD_CPU_NS",
-		.desc = "CPU time of the calling thread in ns, clock_gettime(CLOCK_THREAD_CPUTIME_ID); "
-		        "a stand-in for thread IMC's cycle counts, not an IMC counter [measured]",
-		.source = HERITAGE_MEASURED, .domain = IMC_THREAD, .units = "ns" },
-};
+/* The machine as the :cpu=N qualifier sees it: CPUs, and the packages
+ * (POWER9 chips: nest units) and cores they sit on, from hwloc. */
+static struct {
+	unsigned cpus, packages, cores;
+} topo;
 
-/* :cpu=N on nest events, N a CPU of this machine. */
+static const struct imc_catalog *catalog;
+static struct heritage_event_names names;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int init_err;
+static char init_why[256];
+
+static int takes_cpu(const struct imc_cat_unit *u)
+{
+	/* The kernel counts nest and core only per CPU (imc-pmu.c:
+	 * nest_imc_event_init / core_imc_event_init refuse cpu < 0);
+	 * thread and trace only per task. */
+	return u->type == IMC_TYPE_NEST || u->type == IMC_TYPE_CORE;
+}
+
+/* :cpu=N on nest and core events: any CPU of this machine, as perf takes
+ * it (N names its chip, or its core). */
 static void cpu_values(unsigned index, struct heritage_qual_values *v)
 {
-	long n = sysconf(_SC_NPROCESSORS_CONF);
-
 	*v = (struct heritage_qual_values){ 0 };
-	if (index < IMC_NEVENTS && imc_events[index].domain == IMC_NEST && n > 0) {
-		*v = (struct heritage_qual_values){ .n = 2, .range = 1, .v = { 0, (unsigned long)n - 1 } };
-		snprintf(v->note, sizeof v->note, "this machine has %ld CPUs", n);
-	}
+	if (!catalog || index >= catalog->nentries || topo.cpus == 0)
+		return;
+	const struct imc_cat_unit *u = &catalog->units[catalog->entries[index].unit];
+	if (!takes_cpu(u))
+		return;
+	*v = (struct heritage_qual_values){ .n = 2, .range = 1, .v = { 0, topo.cpus - 1 } };
+	snprintf(v->note, sizeof v->note, "this machine has %u CPUs on %u %s (hwloc)", topo.cpus,
+	         u->type == IMC_TYPE_NEST ? topo.packages : topo.cores,
+	         u->type == IMC_TYPE_NEST ? "chips (packages)" : "cores");
 }
 
 static const struct heritage_qualifier imc_qualifiers[] = {
 	{ .name = "cpu", .given = 0, .shift = IMC_CODE_CPU_SHIFT, .mask = IMC_CODE_CPU_MASK, .values = cpu_values },
 };
 
-const struct heritage_event_names imc_event_names = {
-	.component = "imc",
-	.first_name = &imc_events[0].name,
-	.stride = sizeof imc_events[0],
-	.n = IMC_NEVENTS,
-	.index_mask = IMC_CODE_INDEX_MASK,
-	.quals = imc_qualifiers,
-	.nquals = sizeof imc_qualifiers / sizeof imc_qualifiers[0],
-};
+static void read_topology(void)
+{
+	hwloc_topology_t t;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	topo.cpus = n > 0 ? (unsigned)n : 0;
+	topo.packages = topo.cores = 1;
+	if (hwloc_topology_init(&t) != 0)
+		return;
+	if (hwloc_topology_load(t) == 0) {
+		int pu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+		int pk = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+		int co = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+		if (pu > 0)
+			topo.cpus = (unsigned)pu;
+		if (pk > 0)
+			topo.packages = (unsigned)pk;
+		if (co > 0)
+			topo.cores = (unsigned)co;
+	}
+	hwloc_topology_destroy(t);
+	if (topo.cpus > IMC_CODE_CPU_MASK - 1)
+		topo.cpus = IMC_CODE_CPU_MASK - 1;
+}
+
+static void build(void)
+{
+	catalog = imc_catalog_get(init_why, sizeof init_why);
+	if (!catalog) {
+		init_err = -EINVAL;
+		return;
+	}
+	if (catalog->nentries > IMC_CODE_INDEX_MASK + 1) {
+		init_err = -EINVAL;
+		snprintf(init_why, sizeof init_why, "imc catalog %s: %u events, more than the %u event codes can hold",
+		         catalog->source, catalog->nentries, IMC_CODE_INDEX_MASK + 1);
+		catalog = NULL;
+		return;
+	}
+	read_topology();
+	names = (struct heritage_event_names){
+		.component = "imc",
+		.first_name = (const char *const *)&catalog->entries[0].name,
+		.stride = sizeof catalog->entries[0],
+		.n = catalog->nentries,
+		.index_mask = IMC_CODE_INDEX_MASK,
+		.quals = imc_qualifiers,
+		.nquals = sizeof imc_qualifiers / sizeof imc_qualifiers[0],
+	};
+}
+
+int imc_events_init(char *why, size_t len)
+{
+	pthread_once(&once, build);
+	if (init_err) {
+		if (why && len)
+			snprintf(why, len, "%s", init_why);
+		return heritage_fail_msg(init_err, init_why);
+	}
+	return 0;
+}
+
+const struct imc_catalog *imc_events_catalog(void)
+{
+	return imc_events_init(NULL, 0) ? NULL : catalog;
+}
+
+const struct heritage_event_names *imc_events_names(void)
+{
+	return imc_events_init(NULL, 0) ? NULL : &names;
+}
+
+unsigned imc_nevents(void)
+{
+	return imc_events_init(NULL, 0) ? 0 : catalog->nentries;
+}
+
+const struct imc_cat_entry *imc_event_entry(unsigned code)
+{
+	char buf[8];
+
+	/* The formatter checks the qualifier bits too: an entry comes only
+	 * with a code the parser could have given. */
+	if (imc_events_init(NULL, 0) || heritage_event_format(&names, code, buf, sizeof buf) == -ENOENT)
+		return NULL;
+	return &catalog->entries[code & IMC_CODE_INDEX_MASK];
+}
+
+const struct imc_cat_unit *imc_event_unit(unsigned code)
+{
+	const struct imc_cat_entry *e = imc_event_entry(code);
+	return e ? &catalog->units[e->unit] : NULL;
+}
+
+int imc_event_cpu(unsigned code)
+{
+	unsigned long v;
+	return heritage_qual_get(&imc_qualifiers[0], code, &v) ? (int)v : -1;
+}
 
 int imc_event_parse(const char *name, unsigned *code)
 {
-	return heritage_event_parse(&imc_event_names, name, code);
+	int err = imc_events_init(NULL, 0);
+	return err ? err : heritage_event_parse(&names, name, code);
 }
 
 int imc_event_format(unsigned code, char *buf, size_t len)
 {
-	return heritage_event_format(&imc_event_names, code, buf, len);
+	int err = imc_events_init(NULL, 0);
+	return err ? err : heritage_event_format(&names, code, buf, len);
+}
+
+static const char *kind(uint32_t type)
+{
+	switch (type) {
+	case IMC_TYPE_NEST: return "nest (per chip)";
+	case IMC_TYPE_CORE: return "core (per core, its SMT threads summed)";
+	case IMC_TYPE_THREAD: return "thread (per task)";
+	case IMC_TYPE_TRACE: return "trace (per task, records in memory)";
+	}
+	return "unknown";
+}
+
+enum heritage_source imc_event_source(unsigned code, char *what, size_t len)
+{
+	const struct imc_cat_entry *e = imc_event_entry(code);
+	if (!e) {
+		if (what && len)
+			snprintf(what, len, "no such event");
+		return HERITAGE_UNAVAILABLE;
+	}
+	return imc_source_of(catalog, (unsigned)(e - catalog->entries), what, what ? len : 0);
+}
+
+void imc_event_describe(unsigned code, char *buf, size_t len)
+{
+	const struct imc_cat_entry *e = imc_event_entry(code);
+	if (!len)
+		return;
+	if (!e) {
+		snprintf(buf, len, "no such event");
+		return;
+	}
+	const struct imc_cat_unit *u = &catalog->units[e->unit];
+	char what[200];
+	enum heritage_source src = imc_event_source(code, what, sizeof what);
+	snprintf(buf, len, "%s%s%s IMC counter, perf %s/event=0x%llx/%s%s%s%s [%s: %s]", e->desc ? e->desc : "",
+	         e->desc ? ". " : "", kind(u->type), u->pmu, (unsigned long long)e->value, e->scale ? ", scale " : "",
+	         e->scale ? e->scale : "", e->unit_name ? ", unit " : "", e->unit_name ? e->unit_name : "",
+	         heritage_source_name(src), what);
+}
+
+void imc_event_units(unsigned code, char *buf, size_t len)
+{
+	const struct imc_cat_entry *e = imc_event_entry(code);
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (!e)
+		return;
+	snprintf(buf, len, "%s%s%s%s", e->unit_name ? e->unit_name : "", e->unit_name && e->scale ? ", " : "",
+	         e->scale ? "scale " : "", e->scale ? e->scale : "");
 }

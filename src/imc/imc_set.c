@@ -38,12 +38,11 @@ int imc_set_events(struct imc_set *s, const unsigned *codes, unsigned n)
 	if (n > IMC_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "imc: %u events, at most %d", n, IMC_MAX_EVENTS);
 	for (unsigned i = 0; i < n; i++) {
+		char what[200];
 		if (imc_event_format(codes[i], name, sizeof name) != 0)
 			return heritage_fail(-ENOENT, "imc: no event with code %#x", codes[i]);
-		const struct imc_event *e = &imc_events[codes[i] & IMC_CODE_INDEX_MASK];
-		if (e->source == HERITAGE_UNAVAILABLE)
-			return heritage_fail(-ENOTSUP, "imc: %s is unavailable here: nest IMC counters exist only on "
-			                     "POWER9/POWER10 (perf PMU nest_mcs01_imc)", name);
+		if (imc_event_source(codes[i], what, sizeof what) == HERITAGE_UNAVAILABLE)
+			return heritage_fail(-ENOTSUP, "imc: %s is unavailable here: %s", name, what);
 	}
 	memcpy(s->codes, codes, n * sizeof codes[0]);
 	s->nevents = n;

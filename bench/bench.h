@@ -1,0 +1,32 @@
+/*
+ * What every benchmark program needs: a monotonic clock in seconds and the
+ * median of a batch of measurements (these VMs drift by 10-20% between and
+ * within runs, so each program interleaves batches and reports medians).
+ */
+#ifndef HERITAGE_BENCH_H
+#define HERITAGE_BENCH_H
+
+#include <stdlib.h>
+#include <time.h>
+
+static inline double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts v. */
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+	return v[n / 2];
+}
+
+#endif
