@@ -2,7 +2,8 @@
  * imc trace mode through its public API (<papi_heritage_imc_trace.h>),
  * against the built libpapi:
  *
- *   imc_trace run    trace a known loop (ctests/imc_trace_loop.S) at the
+ *   imc_trace run [FILE]  (and save the trace to FILE for imc_trace_dump)
+ *                    trace a known loop (ctests/imc_trace_loop.S) at the
  *                    default rate: >= 1000 records per second of the
  *                    thread's CPU time, nearly every PC inside the loop,
  *                    timebases inside the run and increasing, mode user,
@@ -163,7 +164,7 @@ static uint64_t run_loop(uint64_t cpu_ns)
 	return t - t0;
 }
 
-static int mode_run(void)
+static int mode_run(const char *save)
 {
 	char why[1024];
 	struct sigaction sa;
@@ -248,6 +249,9 @@ static int mode_run(void)
 		close(sfd);
 	} else
 		printf("not asserted here: zero signal:signal_deliver events (%s); the handlers' count still is\n", why);
+	if (save)
+		EXPECT(papi_heritage_imc_trace_save(t, save) == 0, "papi_heritage_imc_trace_save(%s): %s", save,
+		       papi_heritage_last_error());
 	papi_heritage_imc_trace_free(t);
 	return heritage_test_done("imc_trace run");
 }
@@ -295,7 +299,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(mode, "run") == 0)
-		return mode_run();
+		return mode_run(argc > 2 ? argv[2] : NULL);
 	if (strcmp(mode, "wrap") == 0)
 		return mode_wrap();
 	fprintf(stderr, "usage: imc_trace run|wrap|spin\n");

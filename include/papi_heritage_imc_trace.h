@@ -63,6 +63,9 @@ struct papi_heritage_imc_trace_info {
 	char stop_reason[64];          /* why the last hand-over's walk stopped */
 };
 int papi_heritage_imc_trace_info(papi_heritage_imc_trace_t *trace, struct papi_heritage_imc_trace_info *info);
+/* Write the records handed over so far, with this process's executable
+ * mappings (for symbols), to path: imc_trace_dump(1) lists it. */
+int papi_heritage_imc_trace_save(papi_heritage_imc_trace_t *trace, const char *path);
 void papi_heritage_imc_trace_free(papi_heritage_imc_trace_t *trace);
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@
 
 #include "common/heritage_error.h"
 #include "imc/imc_trace.h"
+#include "imc/imc_trace_file.h"
 #include "papi_heritage_imc_trace.h"
 
 struct papi_heritage_imc_trace {
@@ -127,6 +128,70 @@ HERITAGE_PUBLIC int papi_heritage_imc_trace_info(papi_heritage_imc_trace_t *t, s
 	info->ldbar = imc_trace_ldbar(t->s);
 	snprintf(info->stop_reason, sizeof info->stop_reason, "%s", t->stop_reason);
 	return 0;
+}
+
+/* Executable file mappings of this process, from /proc/self/maps. */
+static int self_maps(struct imc_trace_file *f)
+{
+	FILE *m = fopen("/proc/self/maps", "re");
+	char line[4096];
+	unsigned cap = 0;
+	if (!m)
+		return heritage_fail(-errno, "/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof line, m)) {
+		unsigned long long lo, hi, off;
+		char perm[8], path[3072] = "";
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %3071[^\n]", &lo, &hi, perm, &off, path) < 4 ||
+		    perm[2] != 'x' || path[0] != '/')
+			continue;
+		if (f->nmaps == cap) {
+			unsigned c = cap ? cap * 2 : 32;
+			struct imc_trace_map *n = realloc(f->maps, c * sizeof *n);
+			if (!n)
+				break;
+			f->maps = n;
+			cap = c;
+		}
+		char *p = strdup(path);
+		if (!p)
+			break;
+		f->maps[f->nmaps++] = (struct imc_trace_map){ .start = lo, .len = hi - lo, .pgoff = off, .path = p };
+	}
+	fclose(m);
+	return 0;
+}
+
+HERITAGE_PUBLIC int papi_heritage_imc_trace_save(papi_heritage_imc_trace_t *t, const char *path)
+{
+	struct imc_trace_file f;
+	struct imc_trace_stats st;
+	int err;
+
+	if (!t || !path)
+		return heritage_fail(-EINVAL, "papi_heritage_imc_trace_save: NULL argument");
+	memset(&f, 0, sizeof f);
+	imc_trace_get_stats(t->s, &st);
+	f.scom = imc_trace_scom(t->s);
+	f.ldbar = imc_trace_ldbar(t->s);
+	f.hz = t->hz;
+	f.samples = st.samples;
+	f.lost = st.lost;
+	f.records = malloc(t->n ? t->n * IMC_TRACE_RECORD_BYTES : 1);
+	if (!f.records)
+		return heritage_fail(-ENOMEM, "papi_heritage_imc_trace_save: no memory for %zu records", t->n);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct papi_heritage_imc_record *r = &t->recs[i];
+		struct imc_trace_record raw = { .timebase = r->timebase, .pc = r->pc,
+		                                .pidr = (uint64_t)r->mode << IMC_TRACE_MODE_SHIFT | r->pid };
+		for (int k = 0; k < 4; k++)
+			raw.cpmc[k] = r->cpmc[k];
+		imc_trace_record_pack(f.records + i * IMC_TRACE_RECORD_BYTES, &raw);
+	}
+	f.nrecords = (unsigned)t->n;
+	if ((err = self_maps(&f)) == 0)
+		err = imc_trace_file_write(path, &f);
+	imc_trace_file_free(&f);
+	return err;
 }
 
 HERITAGE_PUBLIC void papi_heritage_imc_trace_free(papi_heritage_imc_trace_t *t)
