@@ -83,6 +83,17 @@ int imc_trace_config_default(struct imc_trace_config *c)
 	return 0;
 }
 
+int imc_trace_config_threshold(struct imc_trace_config *c, long long threshold)
+{
+	if (threshold < 32000000 / IMC_TRACE_HZ_MAX || threshold > 32000000)
+		return heritage_fail(-EINVAL, "imc trace: a threshold of %lld CPM_32MHZ_CYC is a sampling rate of %.1f/s; "
+		                     "this trace samples 1-%u times per second of CPU time (threshold %u-32000000)",
+		                     threshold, threshold > 0 ? 32e6 / (double)threshold : 0.0, IMC_TRACE_HZ_MAX,
+		                     32000000 / IMC_TRACE_HZ_MAX);
+	c->hz = (unsigned)(32000000 / threshold);
+	return 0;
+}
+
 int imc_trace_usable(char *why, size_t len)
 {
 	char tmp[HERITAGE_PROBE_EVIDENCE + HERITAGE_PROBE_ALLOWED + 64];

@@ -66,6 +66,13 @@ struct imc_trace_config {
  * a bad setting. */
 int imc_trace_config_default(struct imc_trace_config *c);
 
+/* PAPI_overflow/PAPI_profil's threshold on imc:::trace_imc::trace_cycles
+ * is the sampling period in CPM_32MHZ_CYC (CPMC_LOAD N = threshold - 1, as
+ * the hardware reloads CPMC2): hz = 32e6 / threshold.  -EINVAL with the
+ * message unless 1 <= hz <= IMC_TRACE_HZ_MAX, i.e. threshold 320 ..
+ * 32000000 (POWER9 firmware's 251 would be 127 kHz). */
+int imc_trace_config_threshold(struct imc_trace_config *c, long long threshold);
+
 /* 0 if trace can run here for this account, else the probe's error
  * (-EPERM/-EACCES refused, -ENOTSUP absent or dead) with why: sampling
  * into the perf ring is HERITAGE_MECH_SAMPLING. */
@@ -110,5 +117,26 @@ uint64_t imc_trace_ldbar(const struct imc_trace_session *s);
 unsigned imc_trace_entries(const struct imc_trace_session *s);
 /* Executable mappings seen (want_maps), in arrival order. */
 const struct imc_trace_map *imc_trace_maps(const struct imc_trace_session *s, unsigned *n);
+
+/*
+ * For the PAPI adapter (imc:::trace_imc::trace_cycles), per event set:
+ *   add:   a trace_imc event with a core_imc/thread_imc one is PAPI_ECNFLCT
+ *          (the kernel's rule: the hardware is in one mode or the other).
+ *   set_overflow(threshold): imc_trace_config_default(&c) then
+ *          imc_trace_config_threshold(&c, threshold) (no overflow armed:
+ *          the default rate).
+ *   start: imc_trace_start(&s, &c) in the thread that starts the set (pid
+ *          0: the calling thread); an error is heritage_papi_fail(err)
+ *          (-EPERM/-EACCES -> PAPI_EPERM, with the probe's reason).
+ *   read:  imc_trace_take(s, deliver, arg, &w): deliver(record) runs in the
+ *          caller's context, no signal; it dispatches record->pc to PAPI's
+ *          overflow/profil machinery when overflow is armed.
+ *   stop:  imc_trace_stop(s), imc_trace_take(s, deliver, arg, &w),
+ *          imc_trace_free(s): the rest handed over, as trace_imc_event_stop
+ *          does.
+ * The count of trace_cycles: the CPM_32MHZ_CYC the records cover, i.e. the
+ * sum over handed-over records of (cpmc[1] - previous cpmc[1]) mod 2^32,
+ * or records * threshold.
+ */
 
 #endif

@@ -4,6 +4,7 @@
  * trace_imc_prepare_sample, dump_trace_imc_data, trace_imc_event_stop).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -16,23 +17,26 @@ int imc_trace_buffer_init(struct imc_trace_buffer *b, unsigned buffersize)
 	unsigned n = imc_scom_entries(buffersize);
 	if (n == 0)
 		return heritage_fail(-EINVAL, "trace BUFFERSIZE %u is not 0-4 (4K, 8K, 16K, 32K, 64K entries)", buffersize);
-	/* mmap: page aligned and zero-filled, as the kernel's
-	 * trace_imc_mem_alloc (alloc_pages_node __GFP_ZERO) gives it; the
-	 * buffer sizes are multiples of 8 KiB, the LDBAR alignment. */
-	void *m = mmap(NULL, (size_t)n * IMC_TRACE_RECORD_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	               -1, 0);
+	/* Zero-filled, as the kernel's trace_imc_mem_alloc (alloc_pages_node
+	 * __GFP_ZERO) gives it, and 8 KiB aligned, the LDBAR alignment
+	 * (counter address = IBM bits 8:50): mmap aligns to the page only, so
+	 * map 8 KiB more and start at the first 8 KiB boundary. */
+	size_t len = (size_t)n * IMC_TRACE_RECORD_BYTES + IMC_LDBAR_ALIGN;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return heritage_fail(-ENOMEM, "trace buffer of %u entries (%u KiB): %s", n,
 		                     n * IMC_TRACE_RECORD_BYTES / 1024, strerror(errno));
-	b->mem = m;
+	b->map = m;
+	b->map_len = len;
+	b->mem = (unsigned char *)(((uintptr_t)m + IMC_LDBAR_ALIGN - 1) & ~(uintptr_t)(IMC_LDBAR_ALIGN - 1));
 	b->entries = n;
 	return 0;
 }
 
 void imc_trace_buffer_free(struct imc_trace_buffer *b)
 {
-	if (b->mem)
-		munmap(b->mem, (size_t)b->entries * IMC_TRACE_RECORD_BYTES);
+	if (b->map)
+		munmap(b->map, b->map_len);
 	memset(b, 0, sizeof *b);
 }
 

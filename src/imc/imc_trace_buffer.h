@@ -25,6 +25,8 @@ struct imc_trace_buffer {
 	unsigned pos;          /* next entry the writer fills */
 	uint64_t written;      /* records written since the last take/reset */
 	uint64_t wraps;        /* times the writer went back to entry 0 */
+	void *map;             /* the mapping mem lies in (mmap gives 4 KiB alignment only) */
+	size_t map_len;
 };
 
 /* 0, -EINVAL (bad BUFFERSIZE code), -ENOMEM; with the message. */

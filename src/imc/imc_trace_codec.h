@@ -34,6 +34,7 @@
 /* What Linux keeps of the page address (asm/imc-pmu.h THREAD_IMC_LDBAR_MASK):
  * real addresses below 2^50, 8 KiB aligned. */
 #define IMC_LDBAR_KERNEL_MASK 0x0003ffffffffe000ull
+#define IMC_LDBAR_ALIGN 8192u
 
 enum imc_ldbar_mode { IMC_LDBAR_ACCUMULATE = 0, IMC_LDBAR_TRACE_MODE = 1 };
 

@@ -14,6 +14,7 @@
 #include "common/heritage_error.h"
 #include "imc/imc_trace_buffer.h"
 #include "imc/imc_trace_codec.h"
+#include "imc/imc_trace.h"
 
 #include <check.h>
 #include <errno.h>
@@ -372,6 +373,48 @@ START_TEST(buffer_wraps_quietly_and_counts_lost)
 }
 END_TEST
 
+/* ---- settings ------------------------------------------------------------------- */
+
+START_TEST(config_settings)
+{
+	struct imc_trace_config c;
+
+	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
+	unsetenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
+	ck_assert_int_eq(imc_trace_config_default(&c), 0);
+	ck_assert_uint_eq(c.hz, 2000);
+	ck_assert_uint_eq(c.buffersize, 0);
+	setenv("PAPI_HERITAGE_IMC_TRACE_HZ", "1000", 1);
+	setenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "4", 1);
+	ck_assert_int_eq(imc_trace_config_default(&c), 0);
+	ck_assert_uint_eq(c.hz, 1000);
+	ck_assert_uint_eq(c.buffersize, 4);
+	const char *bad_hz[] = { "0", "100001", "1k", "-5", " " };
+	for (unsigned i = 0; i < 5; i++) {
+		setenv("PAPI_HERITAGE_IMC_TRACE_HZ", bad_hz[i], 1);
+		ck_assert_int_eq(imc_trace_config_default(&c), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(heritage_last_error(), "PAPI_HERITAGE_IMC_TRACE_HZ"));
+	}
+	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
+	setenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "5", 1);
+	ck_assert_int_eq(imc_trace_config_default(&c), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE=5"));
+	unsetenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
+
+	/* A threshold in 32 MHz cycles: 32000 -> 1 kHz, 320 -> 100 kHz. */
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 32000), 0);
+	ck_assert_uint_eq(c.hz, 1000);
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 320), 0);
+	ck_assert_uint_eq(c.hz, 100000);
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 32000000), 0);
+	ck_assert_uint_eq(c.hz, 1);
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 251), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "threshold"));
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 0), -EINVAL);
+	ck_assert_int_eq(imc_trace_config_threshold(&c, 32000001), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("imc_trace");
@@ -389,6 +432,9 @@ int main(void)
 	tcase_add_test(b, walk_stops_at_corruption);
 	tcase_add_test(b, buffer_wraps_quietly_and_counts_lost);
 	suite_add_tcase(s, b);
+	TCase *c = tcase_create("config");
+	tcase_add_test(c, config_settings);
+	suite_add_tcase(s, c);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
 	int failed = srunner_ntests_failed(r);
