@@ -118,25 +118,7 @@ unsigned imc_trace_entries(const struct imc_trace_session *s);
 /* Executable mappings seen (want_maps), in arrival order. */
 const struct imc_trace_map *imc_trace_maps(const struct imc_trace_session *s, unsigned *n);
 
-/*
- * For the PAPI adapter (imc:::trace_imc::trace_cycles), per event set:
- *   add:   a trace_imc event with a core_imc/thread_imc one is PAPI_ECNFLCT
- *          (the kernel's rule: the hardware is in one mode or the other).
- *   set_overflow(threshold): imc_trace_config_default(&c) then
- *          imc_trace_config_threshold(&c, threshold) (no overflow armed:
- *          the default rate).
- *   start: imc_trace_start(&s, &c) in the thread that starts the set (pid
- *          0: the calling thread); an error is heritage_papi_fail(err)
- *          (-EPERM/-EACCES -> PAPI_EPERM, with the probe's reason).
- *   read:  imc_trace_take(s, deliver, arg, &w): deliver(record) runs in the
- *          caller's context, no signal; it dispatches record->pc to PAPI's
- *          overflow/profil machinery when overflow is armed.
- *   stop:  imc_trace_stop(s), imc_trace_take(s, deliver, arg, &w),
- *          imc_trace_free(s): the rest handed over, as trace_imc_event_stop
- *          does.
- * The count of trace_cycles: the CPM_32MHZ_CYC the records cover, i.e. the
- * sum over handed-over records of (cpmc[1] - previous cpmc[1]) mod 2^32,
- * or records * threshold.
- */
+/* The PAPI adapter's half for imc:::trace_imc::trace_cycles (value,
+ * threshold, hand-overs at read and stop) is imc_trace_set.h. */
 
 #endif

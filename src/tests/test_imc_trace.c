@@ -15,6 +15,9 @@
 #include "imc/imc_trace_buffer.h"
 #include "imc/imc_trace_codec.h"
 #include "imc/imc_trace.h"
+#include "imc/imc_trace_set.h"
+#include "common/heritage_probe.h"
+#include <time.h>
 
 #include <check.h>
 #include <errno.h>
@@ -415,6 +418,76 @@ START_TEST(config_settings)
 }
 END_TEST
 
+/* ---- trace_cycles for an event set, live ----------------------------------------- */
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void spin(uint64_t ns)
+{
+	uint64_t t0 = thread_cpu_ns();
+	volatile unsigned long x = 0;
+	while (thread_cpu_ns() - t0 < ns)
+		for (int i = 0; i < 100000; i++)
+			x += (unsigned long)i;
+}
+
+static int delivered(const struct imc_trace_record *r, void *arg)
+{
+	(void)r;
+	(*(unsigned long *)arg)++;
+	return 0;
+}
+
+START_TEST(set_trace_cycles)
+{
+	struct imc_trace_set t;
+	unsigned long n = 0;
+	long long v1 = -1, v2 = -1;
+
+	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
+	ck_assert_int_eq(imc_trace_set_init(&t), 0);
+	ck_assert_int_eq(imc_trace_set_overflow(&t, 100, delivered, &n), -EINVAL);
+	ck_assert_int_eq(imc_trace_set_overflow(&t, 16000, delivered, &n), 0); /* 2 kHz */
+	ck_assert_uint_eq(t.cfg.hz, 2000);
+	int err = imc_trace_set_start(&t);
+	if (!heritage_probe_works(HERITAGE_MECH_SAMPLING)) {
+		/* Never an empty trace: the probe's refusal, with its reason. */
+		ck_assert_int_eq(err, heritage_probe(HERITAGE_MECH_SAMPLING)->err ? heritage_probe(HERITAGE_MECH_SAMPLING)->err
+		                                                                  : -ENOTSUP);
+		ck_assert_ptr_nonnull(strstr(heritage_last_error(), "sampling"));
+		printf("skipped: trace_cycles live: %s\n", heritage_last_error());
+		return;
+	}
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(imc_trace_set_overflow(&t, 32000, delivered, &n), -EBUSY);
+	uint64_t c0 = thread_cpu_ns();
+	spin(150000000u);
+	ck_assert_int_eq(imc_trace_set_read(&t, &v1), 0);
+	unsigned long n1 = n;
+	spin(150000000u);
+	ck_assert_int_eq(imc_trace_set_stop(&t, &v2), 0);
+	uint64_t cpu = thread_cpu_ns() - c0;
+	printf("trace_cycles: %lld at the read (%lu records), %lld at the stop (%lu records), %.3f s of CPU\n", v1,
+	       n1, v2, n, cpu / 1e9);
+	ck_assert_uint_eq(n, t.records);
+	ck_assert_uint_eq(t.lost, 0);
+	ck_assert_int_gt(v1, 0);
+	ck_assert_int_le(v1, v2);
+	/* Every record is one period: 32e6 / 2000 = 16000 cycles of 32 MHz. */
+	ck_assert_int_eq(v1, (long long)n1 * 16000);
+	ck_assert_int_eq(v2, (long long)n * 16000);
+	/* And the cycles are the thread's CPU time at 32 MHz, measured apart. */
+	double want = cpu / 1e9 * 32e6;
+	ck_assert_msg(v2 >= 0.9 * want && v2 <= 1.02 * want, "%lld cycles for %.0f expected", v2, want);
+	ck_assert_int_eq(imc_trace_set_read(&t, &v1), -EINVAL); /* stopped */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("imc_trace");
@@ -434,6 +507,7 @@ int main(void)
 	suite_add_tcase(s, b);
 	TCase *c = tcase_create("config");
 	tcase_add_test(c, config_settings);
+	tcase_add_test(c, set_trace_cycles);
 	suite_add_tcase(s, c);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
