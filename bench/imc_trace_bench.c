@@ -3,8 +3,11 @@
  * its public API (<papi_heritage_imc_trace.h>): the same ~200 ms integer
  * loop timed bare and traced, alternating, median of 5 pairs, at 1 kHz
  * (the issue's target rate: overhead <= 2 %) and at the default 2 kHz.
- * Wall time is the program's view; process CPU time adds the engine
- * thread's draining.  A missed target is a result (MISS), not an error;
+ * Process CPU time is the verdict: what tracing costs the program, its
+ * engine thread's draining included, and what other load on a shared
+ * machine does not move (wall times of the same loop varied 263-667 ms
+ * between runs on the 2-core guest with 5 builds beside it).  Wall time is
+ * printed too.  A missed target is a result (MISS), not an error;
  * where perf sampling is unavailable the reason is printed and nothing is
  * measured.
  */
@@ -64,10 +67,10 @@ static int overhead(unsigned hz)
 	double mbw = bench_median(bw, PAIRS), mtw = bench_median(tw, PAIRS);
 	double mbc = bench_median(bc, PAIRS), mtc = bench_median(tc, PAIRS);
 	double ow = (mtw / mbw - 1) * 100, oc = (mtc / mbc - 1) * 100;
-	printf("%5u Hz: loop bare %.1f ms, traced %.1f ms wall (median of %d pairs): overhead %.2f %%%s; "
-	       "process CPU %.1f -> %.1f ms (%.2f %%); %llu records, %llu lost\n",
-	       hz, mbw * 1e3, mtw * 1e3, PAIRS, ow, hz == 1000 ? (ow <= 2 ? " (target <= 2 %: PASS)" : " (target <= 2 %: MISS)") : "",
-	       mbc * 1e3, mtc * 1e3, oc, records, lost);
+	printf("%5u Hz: process CPU bare %.1f ms, traced %.1f ms (median of %d pairs): overhead %.2f %%%s; "
+	       "wall %.1f -> %.1f ms (%.2f %%); %llu records, %llu lost\n",
+	       hz, mbc * 1e3, mtc * 1e3, PAIRS, oc, hz == 1000 ? (oc <= 2 ? " (target <= 2 %: PASS)" : " (target <= 2 %: MISS)") : "",
+	       mbw * 1e3, mtw * 1e3, ow, records, lost);
 	return 0;
 }
 
