@@ -33,7 +33,7 @@
 #include "imc/imc_catalog.h"
 
 /* Bounds that keep a hostile input from costing more than a real catalog
- * could need: the POWER9 DD2 catalog has 45 units and ~500 events. */
+ * could need: the POWER9 DD2 catalog has 44 units, 479 event nodes and 621 (unit, event) pairs. */
 #define DT_MAX_DEPTH 16
 #define DT_MAX_NODES 65536
 #define DT_MAX_PROP (1u << 20)
@@ -132,6 +132,20 @@ static const struct dt_prop *dt_prop(const struct dt_node *n, const char *name)
 	return NULL;
 }
 
+/* A compatible property's value (NUL-separated strings) names want. */
+static int compatible_lists(const unsigned char *val, size_t len, const char *want)
+{
+	for (size_t at = 0; at < len;) {
+		size_t l = strnlen((const char *)val + at, len - at);
+		if (l == strlen(want) && memcmp(val + at, want, l) == 0)
+			return 1;
+		at += l + 1;
+	}
+	return 0;
+}
+
+#define IMC_COMPATIBLE "ibm,opal-in-memory-counters"
+
 /* ---- DTB -> tree ---- */
 
 static int dtb_node(struct dt_build *b, const void *fdt, int off, struct dt_node *n, int depth)
@@ -187,13 +201,27 @@ static int tree_from_dtb(const void *blob, size_t len, const char *source, struc
 	err = fdt_check_full(blob, len);
 	if (err)
 		return heritage_fail(-EINVAL, "imc catalog %s: malformed device-tree blob (%s)", source, fdt_strerror(err));
+	/* Only the imc node's subtree: a whole machine's tree (dtc -I fs
+	 * /proc/device-tree) may nest deeper or hold bigger properties
+	 * elsewhere than any catalog, and none of that is ours to refuse.
+	 * libfdt's walk has no recursion and fdt_check_full bounded it. */
+	int imc = fdt_node_offset_by_compatible(blob, -1, IMC_COMPATIBLE);
+	if (imc == -FDT_ERR_NOTFOUND)
+		return heritage_fail(-ENOENT, "imc catalog %s: no node with compatible \"" IMC_COMPATIBLE "\"", source);
+	if (imc < 0)
+		return heritage_fail(-EINVAL, "imc catalog %s: malformed device-tree blob (%s)", source, fdt_strerror(imc));
+	char path[1024];
+	err = fdt_get_path(blob, imc, path, sizeof path);
+	if (err)
+		return heritage_fail(-EINVAL, "imc catalog %s: the imc node's path: %s", source, fdt_strerror(err));
+	const char *name = fdt_get_name(blob, imc, NULL);
 	memset(root, 0, sizeof *root);
-	root->name = strdup("");
-	root->path = strdup("/");
+	root->name = strdup(name ? name : "");
+	root->path = strdup(path);
 	if (!root->name || !root->path)
 		return heritage_fail(-ENOMEM, "imc catalog %s: out of memory", source);
 	struct dt_build b = { .source = source };
-	return dtb_node(&b, blob, 0, root, 0);
+	return dtb_node(&b, blob, imc, root, 0);
 }
 
 /* ---- directory -> tree ---- */
@@ -316,16 +344,95 @@ static int dir_node(struct dt_build *b, int dirfd, struct dt_node *n, int depth)
 	return err;
 }
 
+/* The directory at or under dirfd (depth levels down) whose `compatible`
+ * names the imc node, depth first, children in name order: an fd on it and
+ * in *path its path below dirfd ("/imc-counters"; NULL for dirfd itself),
+ * or -1.
+ * Only `compatible` files are read on the way, and what cannot be read is
+ * passed by: /proc/device-tree shows `security-*` properties with mode 0400
+ * and may hold large ones; the catalog lies one level down there. */
+static int dir_find_imc(int dirfd, int depth, char **path)
+{
+	unsigned char *val = NULL;
+	size_t len = 0;
+	if (read_small_file(dirfd, "compatible", &val, &len) == 0) {
+		int yes = compatible_lists(val, len, IMC_COMPATIBLE);
+		free(val);
+		if (yes)
+			return dup(dirfd);
+	}
+	if (depth >= DT_MAX_DEPTH)
+		return -1;
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Name order, as dir_node reads: one answer for one tree. */
+	char **names = NULL;
+	size_t nn = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || e->d_type == DT_REG)
+			continue;
+		char **nv = realloc(names, (nn + 1) * sizeof *nv);
+		if (!nv)
+			break;
+		names = nv;
+		if (!(names[nn] = strdup(e->d_name)))
+			break;
+		nn++;
+	}
+	closedir(d);
+	if (names)
+		qsort(names, nn, sizeof *names, cmp_names);
+	int found = -1;
+	for (size_t i = 0; i < nn && found < 0; i++) {
+		int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub < 0)
+			continue;
+		char *subpath = NULL;
+		found = dir_find_imc(sub, depth + 1, &subpath);
+		close(sub);
+		if (found >= 0) {
+			size_t plen = strlen(names[i]) + (subpath ? strlen(subpath) : 0) + 2;
+			*path = malloc(plen);
+			if (*path)
+				snprintf(*path, plen, "/%s%s", names[i], subpath ? subpath : "");
+			free(subpath);
+			if (!*path) {
+				close(found);
+				found = -1;
+			}
+		}
+	}
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	return found;
+}
+
 static int tree_from_dir(const char *dir, struct dt_node *root)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
 		return heritage_fail(errno == ENOENT ? -ENOENT : -EINVAL, "imc catalog %s: %s", dir, strerror(errno));
+	char *path = NULL;
+	int fd = dir_find_imc(top, 0, &path);
+	close(top);
+	if (fd < 0) {
+		free(path);
+		return heritage_fail(-ENOENT, "imc catalog %s: no node with compatible \"" IMC_COMPATIBLE "\"", dir);
+	}
+	/* path: the imc node's below dir ("/imc-counters"), NULL when dir is
+	 * the imc node itself (its name is then dir's last component). */
 	memset(root, 0, sizeof *root);
-	const char *base = strrchr(dir, '/');
-	base = base && base[1] ? base + 1 : dir;
+	const char *base = strrchr(path ? path : dir, '/');
+	base = base && base[1] ? base + 1 : (path ? path : dir);
 	root->name = strdup(base);
-	root->path = strdup("/");
+	root->path = path ? path : strdup("/");
 	int err = root->name && root->path ? 0 : heritage_fail(-ENOMEM, "imc catalog %s: out of memory", dir);
 	struct dt_build b = { .source = dir };
 	if (!err)
@@ -372,21 +479,12 @@ static int get_cell(const char *source, const struct dt_node *n, const char *pro
 static int has_compatible(const struct dt_node *n, const char *want)
 {
 	const struct dt_prop *p = dt_prop(n, "compatible");
-	if (!p)
-		return 0;
-	/* A list of NUL-separated strings. */
-	for (size_t at = 0; at < p->len;) {
-		size_t l = strnlen((const char *)p->val + at, p->len - at);
-		if (l == strlen(want) && memcmp(p->val + at, want, l) == 0)
-			return 1;
-		at += l + 1;
-	}
-	return 0;
+	return p && compatible_lists(p->val, p->len, want);
 }
 
 static const struct dt_node *find_imc(const struct dt_node *n, int depth)
 {
-	if (has_compatible(n, "ibm,opal-in-memory-counters"))
+	if (has_compatible(n, IMC_COMPATIBLE))
 		return n;
 	if (depth >= DT_MAX_DEPTH)
 		return NULL;
@@ -514,7 +612,9 @@ static int add_unit(struct imc_catalog *cat, const char *source, const struct dt
 	}
 	if (size == 0)
 		return bad(source, un, "size", "0: a unit needs counter memory");
-	if (has_cb && (uint64_t)cb + 32 > size) {
+	/* skiboot include/imc.h struct imc_chip_cb: five be64 (run status,
+	 * command, collection speed, availability vector, run mode). */
+	if (has_cb && (uint64_t)cb + 5 * 8 > size) {
 		char why[96];
 		snprintf(why, sizeof why, "0x%x: the control block does not fit in size 0x%x", cb, size);
 		return bad(source, un, "cb_offset", why);

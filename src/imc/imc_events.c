@@ -2,6 +2,7 @@
 #include <hwloc.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +17,15 @@ static struct {
 } topo;
 
 static const struct imc_catalog *catalog;
+/* The catalog's entries in the order events are listed and coded: by PMU
+ * name, then value, then name.  Not the catalog's own order: a DTB keeps
+ * its nodes in the order they were written, a directory read as
+ * /proc/device-tree shows it does not, and one catalog must list and code
+ * its events the same way in both forms. */
+static struct listed {
+	const char *name; /* first: the parser reads names through it */
+	unsigned entry;
+} *listed;
 static struct heritage_event_names names;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_err;
@@ -36,7 +46,7 @@ static void cpu_values(unsigned index, struct heritage_qual_values *v)
 	*v = (struct heritage_qual_values){ 0 };
 	if (!catalog || index >= catalog->nentries || topo.cpus == 0)
 		return;
-	const struct imc_cat_unit *u = &catalog->units[catalog->entries[index].unit];
+	const struct imc_cat_unit *u = &catalog->units[catalog->entries[listed[index].entry].unit];
 	if (!takes_cpu(u))
 		return;
 	*v = (struct heritage_qual_values){ .n = 2, .range = 1, .v = { 0, topo.cpus - 1 } };
@@ -74,6 +84,18 @@ static void read_topology(void)
 		topo.cpus = IMC_CODE_CPU_MASK - 1;
 }
 
+static int listed_order(const void *a, const void *b)
+{
+	const struct imc_cat_entry *x = &catalog->entries[((const struct listed *)a)->entry];
+	const struct imc_cat_entry *y = &catalog->entries[((const struct listed *)b)->entry];
+	int c = strcmp(catalog->units[x->unit].pmu, catalog->units[y->unit].pmu);
+	if (c)
+		return c;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 static void build(void)
 {
 	catalog = imc_catalog_get(init_why, sizeof init_why);
@@ -88,11 +110,21 @@ static void build(void)
 		catalog = NULL;
 		return;
 	}
+	listed = calloc(catalog->nentries, sizeof *listed);
+	if (!listed) {
+		init_err = -ENOMEM;
+		snprintf(init_why, sizeof init_why, "imc: out of memory");
+		catalog = NULL;
+		return;
+	}
+	for (unsigned i = 0; i < catalog->nentries; i++)
+		listed[i] = (struct listed){ .name = catalog->entries[i].name, .entry = i };
+	qsort(listed, catalog->nentries, sizeof *listed, listed_order);
 	read_topology();
 	names = (struct heritage_event_names){
 		.component = "imc",
-		.first_name = (const char *const *)&catalog->entries[0].name,
-		.stride = sizeof catalog->entries[0],
+		.first_name = &listed[0].name,
+		.stride = sizeof listed[0],
 		.n = catalog->nentries,
 		.index_mask = IMC_CODE_INDEX_MASK,
 		.quals = imc_qualifiers,
@@ -134,7 +166,7 @@ const struct imc_cat_entry *imc_event_entry(unsigned code)
 	 * with a code the parser could have given. */
 	if (imc_events_init(NULL, 0) || heritage_event_format(&names, code, buf, sizeof buf) == -ENOENT)
 		return NULL;
-	return &catalog->entries[code & IMC_CODE_INDEX_MASK];
+	return &catalog->entries[listed[code & IMC_CODE_INDEX_MASK].entry];
 }
 
 const struct imc_cat_unit *imc_event_unit(unsigned code)

@@ -1,0 +1,312 @@
+/*
+ * imc trace mode through its public API (<papi_heritage_imc_trace.h>),
+ * against the built libpapi:
+ *
+ *   imc_trace run [FILE]  (and save the trace to FILE for imc_trace_dump)
+ *                    trace a known loop (ctests/imc_trace_loop.S) at the
+ *                    default rate: >= 1000 records per second of the
+ *                    thread's CPU time, nearly every PC inside the loop,
+ *                    timebases inside the run and increasing, mode user,
+ *                    CPMC2 advancing by 32e6 / hz per record, and ZERO
+ *                    signals delivered to the process during the run: by
+ *                    the signal:signal_deliver tracepoint (skipped, with
+ *                    why, when tracefs or the tracepoint is not open to this
+ *                    account) and by handlers of SIGPROF, SIGALRM, SIGIO,
+ *                    SIGURG and SIGTRAP;
+ *   imc_trace spin   the loop alone for 0.3 s of CPU, untraced: what
+ *                    tests/cases/imc_trace_dump.test traces from outside;
+ *   imc_trace wrap   20 kHz into a 4K-entry buffer for long enough to wrap:
+ *                    records lost are reported, the ones kept are the
+ *                    samples since the last wrap, in increasing timebase.
+ *
+ * Where perf sampling is refused or absent (tests/no-perf, perf_event_
+ * paranoid, nobody), starting a trace must FAIL with the probe's reason --
+ * never an empty trace -- and the test then skips with that reason.
+ *
+ * Run time is the traced thread's CPU time (CLOCK_THREAD_CPUTIME_ID): the
+ * trace samples while the thread runs, as POWER9's does while the thread's
+ * LDBAR is loaded, so the rate holds on a shared machine too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "papi.h"
+#include "papi_heritage.h"
+#include "papi_heritage_imc_trace.h"
+#include "test_expect.h"
+
+long imc_trace_loop(long n);
+extern const char imc_trace_loop_end[];
+
+static volatile sig_atomic_t caught[65];
+
+static void count_signal(int sig)
+{
+	caught[sig]++;
+}
+
+static const int watched[] = { SIGPROF, SIGALRM, SIGIO, SIGURG, SIGTRAP };
+#define NWATCHED (int)(sizeof watched / sizeof watched[0])
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- signal:signal_deliver through perf_event_open ------------------------- */
+
+static int tracepoint_id(const char *event, char *why, size_t len)
+{
+	char line[1024], dir[512] = "", path[700];
+	FILE *m = fopen("/proc/self/mounts", "re");
+	while (m && fgets(line, sizeof line, m)) {
+		char d[512], type[64];
+		if (sscanf(line, "%*s %511s %63s", d, type) == 2 && strcmp(type, "tracefs") == 0) {
+			snprintf(dir, sizeof dir, "%s", d);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	if (!dir[0]) {
+		snprintf(why, len, "tracefs is not mounted");
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/events/%s/id", dir, event);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	int id = -1;
+	if (fscanf(f, "%d", &id) != 1)
+		snprintf(why, len, "%s holds no id", path);
+	fclose(f);
+	return id;
+}
+
+/* A counter of signals delivered to this thread and the threads it starts
+ * later (inherit): the trace engine's thread is one of those. */
+static int open_signal_deliver(char *why, size_t len)
+{
+	int id = tracepoint_id("signal/signal_deliver", why, len);
+	if (id < 0)
+		return -1;
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.config = (unsigned)id;
+	a.inherit = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		snprintf(why, len, "perf_event_open(signal:signal_deliver): %s", strerror(errno));
+	return fd;
+}
+
+static long long read_count(int fd)
+{
+	uint64_t v = 0;
+	return read(fd, &v, sizeof v) == (ssize_t)sizeof v ? (long long)v : -1;
+}
+
+/* ---- tracing ------------------------------------------------------------- */
+
+/* Starts a trace, or shows that refusing it is what the probe predicts and
+ * skips with the reason. */
+static papi_heritage_imc_trace_t *start_or_skip(unsigned hz, int bs)
+{
+	struct papi_heritage_mechanism m;
+	papi_heritage_imc_trace_t *t = NULL;
+	int i = papi_heritage_mechanism_index("sampling");
+	EXPECT(i >= 0 && papi_heritage_mechanism(i, &m) == PAPI_OK, "no sampling mechanism");
+	int rc = papi_heritage_imc_trace_start(&t, hz, bs);
+	if (m.state != PAPI_HERITAGE_MECH_WORKS) {
+		/* Never a silent empty trace. */
+		EXPECT(rc < 0 && t == NULL, "imc trace started although sampling is %s (%s)",
+		       m.refused ? "refused" : "not working", m.evidence);
+		EXPECT(strstr(papi_heritage_last_error(), "sampling") != NULL, "reason without the mechanism: '%s'",
+		       papi_heritage_last_error());
+		if (m.refused)
+			EXPECT(rc == -EPERM || rc == -EACCES, "refused sampling gave %d, want -EPERM or -EACCES", rc);
+		if (heritage_test_done("imc_trace (refused)") != 0)
+			exit(1);
+		printf("SKIPPED: imc trace unavailable here (start returned %d, %s): %s\n", rc, strerror(-rc),
+		       papi_heritage_last_error());
+		exit(77);
+	}
+	if (rc != 0) {
+		fprintf(stderr, "papi_heritage_imc_trace_start: %d: %s\n", rc, papi_heritage_last_error());
+		exit(1);
+	}
+	return t;
+}
+
+/* The loop for at least cpu_ns of this thread's CPU time, in chunks of
+ * about 10 ms; returns the CPU time spent. */
+static uint64_t run_loop(uint64_t cpu_ns)
+{
+	uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t;
+	do
+		imc_trace_loop(20000000);
+	while ((t = now_ns(CLOCK_THREAD_CPUTIME_ID)) - t0 < cpu_ns);
+	return t - t0;
+}
+
+static int mode_run(const char *save)
+{
+	char why[1024];
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = count_signal;
+	for (int i = 0; i < NWATCHED; i++)
+		sigaction(watched[i], &sa, NULL);
+
+	int sfd = open_signal_deliver(why, sizeof why);
+	long long s0 = -1, s1 = -1;
+	if (sfd >= 0) {
+		/* Shown to count before it is trusted: one SIGURG to ourselves. */
+		long long c0 = read_count(sfd);
+		raise(SIGURG);
+		s0 = read_count(sfd);
+		if (s0 - c0 != 1) {
+			fprintf(stderr, "signal:signal_deliver counted %lld for one raise(SIGURG): not trusted\n", s0 - c0);
+			heritage_test_failures++;
+		}
+		EXPECT_EQ("SIGURG handler calls after raise", caught[SIGURG], 1);
+		caught[SIGURG] = 0;
+	}
+
+	papi_heritage_imc_trace_t *t = start_or_skip(0, -1);
+	struct papi_heritage_imc_trace_info info;
+	papi_heritage_imc_trace_info(t, &info);
+	uint64_t w0 = now_ns(CLOCK_MONOTONIC);
+	uint64_t cpu = run_loop(600000000u); /* 0.6 s of CPU */
+	EXPECT_EQ("papi_heritage_imc_trace_stop", papi_heritage_imc_trace_stop(t), 0);
+	/* After the stop: the last sample may fall after the loop. */
+	uint64_t w1 = now_ns(CLOCK_MONOTONIC);
+	if (sfd >= 0)
+		s1 = read_count(sfd);
+
+	/* The records. */
+	struct papi_heritage_imc_record r;
+	unsigned long long n = 0, inside = 0, prev_tb = 0, prev_c2 = 0, bad_step = 0;
+	uint64_t tb0 = w0 / 125 * 64 + w0 % 125 * 64 / 125, tb1 = w1 / 125 * 64 + w1 % 125 * 64 / 125 + 1;
+	const unsigned long long step = 32000000ull / info.hz;
+	while (papi_heritage_imc_trace_next(t, &r) == 1) {
+		if (n == 0 || n == 1)
+			printf("record %llu: tb %llu pc 0x%llx mode %u pid %u cpmc2 %llu\n", n, r.timebase, r.pc, r.mode,
+			       r.pid, r.cpmc[1]);
+		EXPECT(r.timebase > prev_tb, "record %llu: timebase %llu not above %llu", n, r.timebase, prev_tb);
+		/* The timebase is CLOCK_MONOTONIC at 512 MHz: inside the run,
+		 * give or take the samples taken just after start. */
+		EXPECT(r.timebase >= tb0 - 512000 && r.timebase <= tb1, "record %llu: timebase %llu outside the run [%llu, %llu]",
+		       n, r.timebase, (unsigned long long)tb0, (unsigned long long)tb1);
+		EXPECT_EQ("mode (3 = user)", r.mode, 3);
+		EXPECT_EQ("pid", r.pid, getpid());
+		if (r.pc >= (uintptr_t)imc_trace_loop && r.pc < (uintptr_t)imc_trace_loop_end)
+			inside++;
+		if (n > 0 && ((r.cpmc[1] - prev_c2) & 0xffffffffu) != step)
+			bad_step++;
+		prev_tb = r.timebase;
+		prev_c2 = r.cpmc[1];
+		n++;
+	}
+	papi_heritage_imc_trace_info(t, &info);
+	double rate = n / (cpu / 1e9);
+	printf("%llu records in %.3f s of CPU (%.3f s wall) at %u Hz: %.0f records/s; %llu inside the loop "
+	       "(%.2f%%); lost %llu; %llu samples; stop: %s; SCOM 0x%016llx LDBAR 0x%016llx\n",
+	       n, cpu / 1e9, (w1 - w0) / 1e9, info.hz, rate, inside, n ? 100.0 * inside / n : 0.0, info.lost,
+	       info.samples, info.stop_reason, info.scom, info.ldbar);
+	EXPECT(rate >= 1000, "%.0f records per second of CPU time, want >= 1000", rate);
+	/* One sample per 1/hz s of task clock: the rate itself, less the
+	 * timer's slack (measured 99.3 % at 2 kHz). */
+	EXPECT(rate >= 0.9 * info.hz, "%.0f records per second of CPU time at %u Hz", rate, info.hz);
+	const char *env_hz = getenv("PAPI_HERITAGE_IMC_TRACE_HZ");
+	EXPECT_EQ("sampling rate (PAPI_HERITAGE_IMC_TRACE_HZ or 2000)", info.hz, env_hz ? atoi(env_hz) : 2000);
+	/* The hrtimer samples user PCs only (exclude_kernel); outside the loop
+	 * are the few instructions of run_loop and the vDSO clock read between
+	 * 10 ms chunks, and the library's code between the enabling ioctl and
+	 * the loop: well under 2%. */
+	EXPECT(n > 0 && inside * 100 >= n * 98, "%llu of %llu PCs inside the loop, want >= 98%%", inside, n);
+	EXPECT(bad_step * 100 <= n, "%llu of %llu CPMC2 steps differ from 32e6/hz = %llu", bad_step, n, step);
+	EXPECT_EQ("records lost (4096 entries hold 2 s at 2 kHz)", info.lost, 0);
+	EXPECT_EQ("records handed over = samples", info.records, info.samples);
+
+	/* Zero signals, counted twice. */
+	for (int i = 0; i < NWATCHED; i++)
+		EXPECT(caught[watched[i]] == 0, "%d %s delivered during the trace", (int)caught[watched[i]],
+		       strsignal(watched[i]));
+	if (sfd >= 0) {
+		printf("signal:signal_deliver during the traced run: %lld\n", s1 - s0);
+		EXPECT_EQ("signals delivered during the traced run (signal:signal_deliver)", s1 - s0, 0);
+		close(sfd);
+	} else
+		printf("not asserted here: zero signal:signal_deliver events (%s); the handlers' count still is\n", why);
+	if (save)
+		EXPECT(papi_heritage_imc_trace_save(t, save) == 0, "papi_heritage_imc_trace_save(%s): %s", save,
+		       papi_heritage_last_error());
+	papi_heritage_imc_trace_free(t);
+	return heritage_test_done("imc_trace run");
+}
+
+static int mode_wrap(void)
+{
+	const unsigned hz = 20000;
+	papi_heritage_imc_trace_t *t = start_or_skip(hz, 0);
+	uint64_t cpu = run_loop(400000000u); /* about 8000 samples into 4096 entries */
+	EXPECT_EQ("papi_heritage_imc_trace_stop", papi_heritage_imc_trace_stop(t), 0);
+	struct papi_heritage_imc_trace_info info;
+	papi_heritage_imc_trace_info(t, &info);
+	struct papi_heritage_imc_record r;
+	unsigned long long n = 0, prev = 0;
+	while (papi_heritage_imc_trace_next(t, &r) == 1) {
+		EXPECT(r.timebase > prev, "kept record %llu: timebase %llu not above %llu", n, r.timebase, prev);
+		prev = r.timebase;
+		n++;
+	}
+	printf("%llu samples in %.3f s of CPU into %u entries: %llu kept, %llu lost, walk stopped at: %s\n",
+	       info.samples, cpu / 1e9, info.entries, n, info.lost, info.stop_reason);
+	EXPECT_EQ("entries", info.entries, 4096);
+	EXPECT(info.samples > 4096, "%llu samples did not wrap 4096 entries", info.samples);
+	/* After w wraps the walk keeps the samples written since the last one:
+	 * samples mod 4096 (a whole buffer when that is 0). */
+	unsigned long long want = info.samples % 4096 ? info.samples % 4096 : 4096;
+	EXPECT_EQ("records kept", n, want);
+	EXPECT_EQ("records lost", info.lost, info.samples - want);
+	EXPECT_EQ("handed over", info.records, n);
+	papi_heritage_imc_trace_free(t);
+	return heritage_test_done("imc_trace wrap");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "run";
+	/* The loop alone, for imc_trace_dump(1) to trace (imc_trace_dump.test). */
+	if (strcmp(mode, "spin") == 0) {
+		run_loop(300000000u);
+		return 0;
+	}
+	int rc = PAPI_library_init(PAPI_VER_CURRENT);
+	if (rc != PAPI_VER_CURRENT) {
+		fprintf(stderr, "PAPI_library_init: %d\n", rc);
+		return 1;
+	}
+	if (strcmp(mode, "run") == 0)
+		return mode_run(argc > 2 ? argv[2] : NULL);
+	if (strcmp(mode, "wrap") == 0)
+		return mode_wrap();
+	fprintf(stderr, "usage: imc_trace run|wrap|spin\n");
+	return 2;
+}
