@@ -44,52 +44,50 @@ static const struct imc_rule rules[] = {
 	  .what = "the task thread's CPU time (CLOCK_THREAD_CPUTIME_ID, exact to the ns) x 32 MHz" },
 	{ .types = T_THREAD, .names = "CS_32MHZ_CYC|32MHZ_CYC", .modes = M_USER | M_KERNEL, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_32MHZ_HZ, .source = HERITAGE_MEASURED,
-	  .what = "the task thread's user (or system) time as the kernel accounts it (getrusage(RUSAGE_THREAD)'s "
-	          "rule: run time exact to the ns, split user/system in the ratio of the scheduler-tick samples in "
-	          "/proc/self/task/TID/stat) x 32 MHz" },
+	  .what = "the task thread's user (or system) time as the kernel splits it (run time exact to the ns, "
+	          "in the ratio of its tick samples, /proc/self/task/TID/stat) x 32 MHz" },
 	{ .types = T_CORE, .names = "CS_32MHZ_CYC", .modes = M_ALL, .kind = IMC_FEED_WALL, .hz = IMC_32MHZ_HZ,
 	  .per_thread_sum = 1, .source = HERITAGE_MEASURED,
 	  .what = "the wall clock (CLOCK_MONOTONIC) x 32 MHz, summed over the core's hardware threads" },
 	{ .types = T_CORE, .names = "CS_32MHZ_CYC", .modes = M_USER | M_KERNEL, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_32MHZ_HZ, .per_thread_sum = 1, .source = HERITAGE_MEASURED,
-	  .what = "the core's hardware threads' user (user+nice) or kernel (system+irq+softirq) time from /proc/stat "
-	          "(scheduler-tick samples: 1/USER_HZ, 10 ms, per CPU) x 32 MHz, summed" },
+	  .what = "the core's threads' user (user+nice) or kernel (system+irq+softirq) time, /proc/stat "
+	          "(tick samples, 10 ms) x 32 MHz, summed" },
 	{ .types = T_CORE, .names = "32MHZ_CYC", .modes = M_ALL, .kind = IMC_FEED_WALL, .hz = IMC_32MHZ_HZ,
 	  .source = HERITAGE_MEASURED, .what = "the wall clock (CLOCK_MONOTONIC) x 32 MHz: the core's free-running clock" },
 	{ .types = T_THREAD, .names = "CS_PURR|CS_SPURR|PURR|SPURR", .modes = M_ANY, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_TIMEBASE_HZ, .source = HERITAGE_MODELLED,
-	  .what = "the task thread's CPU time (user/system as for CS_32MHZ_CYC) x the 512 MHz timebase, "
-	          "as PURR counts for a thread alone on its core; SPURR assumes the nominal frequency" },
+	  .what = "the task thread's CPU time (user/system split as CS_32MHZ_CYC_USER) x the 512 MHz timebase, "
+	          "as PURR for a thread alone on its core; SPURR at nominal frequency" },
 	{ .types = T_CORE, .names = "CS_PURR|CS_SPURR|PURR|SPURR", .modes = M_ANY, .kind = IMC_FEED_CPU_TIME,
 	  .hz = IMC_TIMEBASE_HZ, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "the core's hardware threads' non-idle (user, or kernel) time from /proc/stat x the "
-	          "512 MHz timebase, summed; SPURR assumes the nominal frequency" },
+	  .what = "the core's threads' non-idle (user, kernel) time, /proc/stat, x the 512 MHz timebase, "
+	          "summed; SPURR at nominal frequency" },
 	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_PCYC|*THRD_NON_IDLE_PCYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "core PMU cycles (perf PERF_COUNT_HW_CPU_CYCLES); an idle x86 CPU halts, so its cycles "
-	          "are mostly the non-idle ones, but the idle loop's own are counted" },
+	  .what = "core PMU cycles (perf); an idle x86 CPU halts, so they are mostly non-idle, but the idle "
+	          "loop's count" },
 	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_INST|*THRD_NON_IDLE_INST", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_INSTRUCTIONS, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
-	  .what = "core PMU instructions (perf PERF_COUNT_HW_INSTRUCTIONS), the idle loop's included" },
+	  .what = "core PMU instructions (perf), the idle loop's included" },
 	{ .types = T_CORE | T_THREAD, .names = "CS_PCYC|PCYC|CS_CORE_PCYC|CCYC|CYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MEASURED,
-	  .what = "core PMU cycles (perf PERF_COUNT_HW_CPU_CYCLES; _USER: exclude_kernel, _KERNEL: exclude_user)" },
+	  .what = "core PMU cycles (perf; _USER: exclude_kernel, _KERNEL: exclude_user)" },
 	{ .types = T_CORE | T_THREAD, .names = "CS_INST|INST", .modes = M_ANY, .kind = IMC_FEED_PMU_INSTRUCTIONS,
 	  .per_thread_sum = 1, .source = HERITAGE_MEASURED,
-	  .what = "core PMU instructions (perf PERF_COUNT_HW_INSTRUCTIONS; _USER: exclude_kernel, _KERNEL: "
-	          "exclude_user)" },
+	  .what = "core PMU instructions (perf; _USER: exclude_kernel, _KERNEL: exclude_user)" },
 	{ .types = T_NEST, .unit = "powerbus*", .names = "CYC", .modes = M_ALL, .kind = IMC_FEED_WALL,
 	  .source = HERITAGE_MODELLED,
 	  .what = "the wall clock (CLOCK_MONOTONIC) x the assumed PowerBus clock" },
 	/* Unavailable, with why. */
 	{ .types = T_NEST, .unit = "mcs*", .names = "*", .modes = M_ANY,
-	  .what = "MCS memory-controller port traffic of a POWER chip: an x86 uncore memory-controller PMU "
-	          "(perf uncore_imc_*/cas_count_*) counts DRAM channels, not MCS ports, and none is used here" },
+	  .what = "MCS port traffic of a POWER chip: x86 uncore memory-controller PMUs (perf uncore_imc, "
+	          "cas_count) count DRAM channels, not MCS ports" },
 	{ .types = T_NEST, .unit = "mba*|centaur*|cen*", .names = "*", .modes = M_ANY,
 	  .what = "POWER memory-buffer (MBA/Centaur) events: no x86 counterpart" },
 	{ .types = T_NEST, .names = "*", .modes = M_ANY,
-	  .what = "POWER fabric counters (PowerBus, X/A-links, NVLink, PHB, CAPP, NX): no x86 counter counts the "
-	          "same fabric (UPI/IIO counters count another), facilities.md §4(d)" },
+	  .what = "POWER fabric counters (PowerBus, X/A-links, NVLink, PHB, CAPP, NX): no x86 counter counts this "
+	          "fabric (UPI/IIO count another)" },
 	{ .types = T_CORE | T_THREAD, .names = "STCX_*|LARX_*", .modes = M_ANY,
 	  .what = "load-reserve/store-conditional: x86 has no LL/SC" },
 	{ .types = T_CORE | T_THREAD, .names = "MSR_*", .modes = M_ANY,
@@ -149,7 +147,7 @@ static enum imc_feed_mode split_mode(const char *name, char *base, size_t len)
 
 static const char *mode_name(enum imc_feed_mode m)
 {
-	return m == IMC_MODE_USER ? "user" : m == IMC_MODE_KERNEL ? "kernel" : "all";
+	return m == IMC_MODE_USER ? ":u" : m == IMC_MODE_KERNEL ? ":k" : "";
 }
 
 /* Whether a PMU feed can count here, else why (into what). */
@@ -205,7 +203,7 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 		}
 		if (r->kind == IMC_FEED_PMU_CYCLES || r->kind == IMC_FEED_PMU_INSTRUCTIONS) {
 			char needed[96];
-			snprintf(needed, sizeof needed, "a core PMU (perf_event %s, %s mode)",
+			snprintf(needed, sizeof needed, "the core PMU's %s%s (perf)",
 			         r->kind == IMC_FEED_PMU_CYCLES ? "cycles" : "instructions", mode_name(mode));
 			if (!pmu_usable(u->type, what, len, needed))
 				return HERITAGE_UNAVAILABLE;
