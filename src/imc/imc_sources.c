@@ -63,14 +63,20 @@ static const struct imc_rule rules[] = {
 	  .hz = IMC_TIMEBASE_HZ, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
 	  .what = "the core's threads' non-idle (user, kernel) time, /proc/stat, x the 512 MHz timebase, "
 	          "summed; SPURR at nominal frequency" },
-	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_PCYC|*THRD_NON_IDLE_PCYC", .modes = M_ANY,
+	/* Not the nTHRD_/ANY_THRD_/CORE_ALL_THRD_NON_IDLE_ events: cycles with
+	 * exactly n (any, all) threads of the core non-idle have no host count. */
+	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_PCYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
 	  .what = "core PMU cycles (perf); an idle x86 CPU halts, so they are mostly non-idle, but the idle "
 	          "loop's count" },
-	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_INST|*THRD_NON_IDLE_INST", .modes = M_ANY,
+	{ .types = T_CORE | T_THREAD, .names = "NON_IDLE_INST", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_INSTRUCTIONS, .per_thread_sum = 1, .source = HERITAGE_MODELLED,
 	  .what = "core PMU instructions (perf), the idle loop's included" },
-	{ .types = T_CORE | T_THREAD, .names = "CS_PCYC|PCYC|CS_CORE_PCYC|CCYC|CYC", .modes = M_ANY,
+	{ .types = T_CORE, .names = "CCYC", .modes = M_ANY, .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1,
+	  .source = HERITAGE_MODELLED,
+	  .what = "core PMU cycles (perf) summed over the core's threads: exact for a core of one thread; with SMT a "
+	          "cycle two threads run counts twice" },
+	{ .types = T_CORE | T_THREAD, .names = "CS_PCYC|PCYC|CS_CORE_PCYC|CYC", .modes = M_ANY,
 	  .kind = IMC_FEED_PMU_CYCLES, .per_thread_sum = 1, .source = HERITAGE_MEASURED,
 	  .what = "core PMU cycles (perf; _USER: exclude_kernel, _KERNEL: exclude_user)" },
 	{ .types = T_CORE | T_THREAD, .names = "CS_INST|INST", .modes = M_ANY, .kind = IMC_FEED_PMU_INSTRUCTIONS,
