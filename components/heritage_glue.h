@@ -152,6 +152,27 @@ static inline int heritage_sw_overflow_check(const papi_vector_t *v, const void 
 	return PAPI_OK;
 }
 
+/* PAPI_stop reads the set BEFORE it calls the component's stop and returns
+ * that read's values (papi.c: _papi_hwi_read into ESI->sw_stop, then stop,
+ * then the copy).  A component whose stop makes the counts final (imc: its
+ * pages are up to one collection period stale until stop forces an update,
+ * and trace records are handed over at stop) puts the final values where
+ * PAPI_stop takes them, as _papi_hwi_read would have.  Only for the set
+ * PAPI is stopping on this thread (running_eventset is cleared after). */
+static inline void heritage_stop_values(const papi_vector_t *v, const void *ctl, const long long *values)
+{
+	ThreadInfo_t *thread = _papi_hwi_lookup_thread(0);
+	EventSetInfo_t *ESI = thread ? thread->running_eventset[v->cmp_info.CmpIdx] : NULL;
+
+	if (!ESI || ESI->ctl_state != ctl || !ESI->sw_stop)
+		return;
+	for (int i = 0; i < ESI->NumberOfEvents; i++) {
+		int pos = ESI->EventInfoArray[i].pos[0];
+		if (pos >= 0 && ESI->EventInfoArray[i].derived == NOT_DERIVED)
+			ESI->sw_stop[i] = values[pos];
+	}
+}
+
 /* A component that delivers overflow itself (hardware_intr, as itanium2):
  * PAPI installs no handler in that mode, so start takes PAPI_INT_SIGNAL
  * with the component's dispatch_timer on it, and PAPI's interval timer

@@ -17,7 +17,14 @@
  *                    tests/cases/imc_trace_dump.test traces from outside;
  *   imc_trace wrap   20 kHz into a 4K-entry buffer for long enough to wrap:
  *                    records lost are reported, the ones kept are the
- *                    samples since the last wrap, in increasing timebase.
+ *                    samples since the last wrap, in increasing timebase;
+ *   imc_trace papi_overflow, papi_profil
+ *                    the same loop through PAPI: imc:::trace_imc::
+ *                    trace_cycles with PAPI_overflow (threshold 16000
+ *                    CPM_32MHZ_CYC = 2 kHz) gets every record's PC in its
+ *                    handler, called from PAPI_read and PAPI_stop only,
+ *                    >= 1000 per CPU second, >= 98 % inside the loop, zero
+ *                    signals; PAPI_profil fills the loop's bins alone.
  *
  * Where perf sampling is refused or absent (tests/no-perf, perf_event_
  * paranoid, nobody), starting a trace must FAIL with the probe's reason --
@@ -290,6 +297,144 @@ static int mode_wrap(void)
 	return heritage_test_done("imc_trace wrap");
 }
 
+/* ---- through PAPI: PAPI_overflow and PAPI_profil on trace_cycles ----------- */
+
+static struct {
+	long calls, inside;
+	int in_read; /* calls made while PAPI_read or PAPI_stop ran: all of them */
+} papi_ovf;
+static volatile int in_papi_call;
+
+static void overflow_handler(int set, void *address, long long vector, void *context)
+{
+	(void)set;
+	(void)vector;
+	(void)context;
+	uintptr_t pc = (uintptr_t)address;
+	papi_ovf.calls++;
+	papi_ovf.inside += pc >= (uintptr_t)imc_trace_loop && pc < (uintptr_t)imc_trace_loop_end;
+	papi_ovf.in_read += in_papi_call;
+}
+
+/* The set of trace_cycles, or a skip with PAPI's reason when trace cannot
+ * run here (the probe must agree: never a set that starts and stays empty). */
+static int trace_set_or_skip(int *code)
+{
+	int set = PAPI_NULL;
+	EXPECT(PAPI_create_eventset(&set) == PAPI_OK, "PAPI_create_eventset");
+	int rc = PAPI_add_named_event(set, "imc:::trace_imc::trace_cycles");
+	struct papi_heritage_mechanism m;
+	int i = papi_heritage_mechanism_index("sampling");
+	EXPECT(i >= 0 && papi_heritage_mechanism(i, &m) == PAPI_OK, "no sampling mechanism");
+	if (rc != PAPI_OK) {
+		EXPECT(m.state != PAPI_HERITAGE_MECH_WORKS, "trace_cycles refused (%s) although sampling works: %s",
+		       PAPI_strerror(rc), papi_heritage_last_error());
+		EXPECT(rc == PAPI_ENOSUPP, "trace_cycles refused with %d, want PAPI_ENOSUPP", rc);
+		if (heritage_test_done("imc_trace papi (refused)") != 0)
+			exit(1);
+		printf("SKIPPED: imc:::trace_imc::trace_cycles unavailable here: %s\n", papi_heritage_last_error());
+		exit(77);
+	}
+	EXPECT(PAPI_event_name_to_code("imc:::trace_imc::trace_cycles", code) == PAPI_OK, "name_to_code");
+	return set;
+}
+
+/* Threshold 16000 CPM_32MHZ_CYC: one record per 500 us of the thread's CPU
+ * time (2 kHz). */
+#define PAPI_THRESHOLD 16000
+
+static int mode_papi_overflow(void)
+{
+	char why[1024];
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = count_signal;
+	for (int k = 0; k < NWATCHED; k++)
+		sigaction(watched[k], &sa, NULL);
+	int code, set = trace_set_or_skip(&code);
+	EXPECT(PAPI_overflow(set, code, PAPI_THRESHOLD, 0, overflow_handler) == PAPI_OK, "PAPI_overflow: %s",
+	       papi_heritage_last_error());
+	int fd = open_signal_deliver(why, sizeof why);
+	if (fd < 0)
+		printf("signal:signal_deliver not counted (%s): the handlers still count\n", why);
+	long long before = fd >= 0 ? read_count(fd) : 0, mid, end;
+	uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	EXPECT(PAPI_start(set) == PAPI_OK, "PAPI_start: %s", papi_heritage_last_error());
+	uint64_t cpu = run_loop(250000000u);
+	in_papi_call = 1;
+	EXPECT(PAPI_read(set, &mid) == PAPI_OK, "PAPI_read");
+	in_papi_call = 0;
+	long after_read = papi_ovf.calls;
+	cpu += run_loop(250000000u);
+	in_papi_call = 1;
+	EXPECT(PAPI_stop(set, &end) == PAPI_OK, "PAPI_stop: %s", papi_heritage_last_error());
+	in_papi_call = 0;
+	uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	long long delivered = fd >= 0 ? read_count(fd) - before : 0;
+	double secs = (double)cpu / 1e9, rate = (double)papi_ovf.calls / secs;
+	printf("PAPI_overflow: %ld handler calls over %.3f s of CPU (%.0f/s), %ld inside the loop, %ld at PAPI_read; "
+	       "trace_cycles %lld at read, %lld at stop; %lld signals delivered\n",
+	       papi_ovf.calls, secs, rate, papi_ovf.inside, after_read, mid, end, delivered);
+	/* Records are handed over at read and stop, in the caller's context. */
+	EXPECT(after_read > 0, "no record handed over at PAPI_read");
+	EXPECT(papi_ovf.in_read == papi_ovf.calls, "%ld of %ld handler calls came outside PAPI_read/PAPI_stop",
+	       papi_ovf.calls - papi_ovf.in_read, papi_ovf.calls);
+	EXPECT(rate >= 1000, "%.0f handler calls per CPU second, want >= 1000", rate);
+	EXPECT(papi_ovf.inside >= papi_ovf.calls * 98 / 100, "%ld of %ld PCs inside the loop, want >= 98 %%",
+	       papi_ovf.inside, papi_ovf.calls);
+	/* The value: 32 MHz cycles the records cover, modelled from the task
+	 * clock: at most the thread's CPU time from start to stop. */
+	double cap = (double)(c1 - c0) * 0.032;
+	EXPECT(end > 0 && end <= cap * 1.01 && end >= (double)cpu * 0.032 * 0.8,
+	       "trace_cycles %lld, want within [0.8 x %.0f, %.0f] (32 MHz x the thread's CPU time)", end,
+	       (double)cpu * 0.032, cap);
+	EXPECT(mid <= end, "trace_cycles went back: %lld at read, %lld at stop", mid, end);
+	for (int k = 0; k < NWATCHED; k++)
+		EXPECT(caught[watched[k]] == 0, "signal %d caught %d times", watched[k], (int)caught[watched[k]]);
+	if (fd >= 0)
+		EXPECT(delivered == 0, "signal:signal_deliver counted %lld during the traced run", delivered);
+	return heritage_test_done("imc_trace papi_overflow");
+}
+
+static int mode_papi_profil(void)
+{
+	char why[1024];
+	/* One bin per instruction byte of the loop (scale 65536: a 16-bit bin
+	 * per 2 bytes; 0x10000 = 1:1 in PAPI's units of half bins), and the
+	 * bins past the loop's end must stay empty. */
+	uintptr_t lo = (uintptr_t)imc_trace_loop, hi = (uintptr_t)imc_trace_loop_end;
+	size_t nbins = (hi - lo) / 2 + 8;
+	unsigned short *bins = calloc(nbins, sizeof *bins);
+	int code, set = trace_set_or_skip(&code);
+	EXPECT(PAPI_profil(bins, (unsigned)(nbins * sizeof *bins), (vptr_t)lo, 65536, set, code, PAPI_THRESHOLD,
+	                   PAPI_PROFIL_POSIX) == PAPI_OK,
+	       "PAPI_profil: %s", papi_heritage_last_error());
+	int fd = open_signal_deliver(why, sizeof why);
+	if (fd < 0)
+		printf("signal:signal_deliver not counted (%s)\n", why);
+	long long before = fd >= 0 ? read_count(fd) : 0, end;
+	EXPECT(PAPI_start(set) == PAPI_OK, "PAPI_start: %s", papi_heritage_last_error());
+	uint64_t cpu = run_loop(400000000u);
+	EXPECT(PAPI_stop(set, &end) == PAPI_OK, "PAPI_stop");
+	long long delivered = fd >= 0 ? read_count(fd) - before : 0;
+	unsigned long in = 0, past = 0;
+	for (size_t b = 0; b < nbins; b++)
+		if (lo + 2 * b < hi)
+			in += bins[b];
+		else
+			past += bins[b];
+	double rate = (double)in / ((double)cpu / 1e9);
+	printf("PAPI_profil: %lu samples in the loop's %zu bins over %.3f s of CPU (%.0f/s), %lu past its end; %lld "
+	       "signals delivered\n",
+	       in, (size_t)((hi - lo + 1) / 2), (double)cpu / 1e9, rate, past, delivered);
+	EXPECT(rate >= 1000 * 0.98, "%.0f profile samples per CPU second in the loop, want >= 980", rate);
+	EXPECT(past == 0, "%lu samples in bins past the loop's end", past);
+	if (fd >= 0)
+		EXPECT(delivered == 0, "signal:signal_deliver counted %lld during the profiled run", delivered);
+	free(bins);
+	return heritage_test_done("imc_trace papi_profil");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "run";
@@ -307,6 +452,10 @@ int main(int argc, char **argv)
 		return mode_run(argc > 2 ? argv[2] : NULL);
 	if (strcmp(mode, "wrap") == 0)
 		return mode_wrap();
-	fprintf(stderr, "usage: imc_trace run|wrap|spin\n");
+	if (strcmp(mode, "papi_overflow") == 0)
+		return mode_papi_overflow();
+	if (strcmp(mode, "papi_profil") == 0)
+		return mode_papi_profil();
+	fprintf(stderr, "usage: imc_trace run|wrap|spin|papi_overflow|papi_profil\n");
 	return 2;
 }

@@ -24,6 +24,7 @@ typedef struct {
 
 typedef struct {
 	struct imc_set set;
+	struct heritage_own_overflow ovf; /* what start took for polled overflow */
 } imc_control_t;
 
 static int imc_init_component(int cidx)
@@ -75,18 +76,77 @@ static int imc_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	return heritage_papi_fail(imc_set_events(&c->set, codes, (unsigned)count));
 }
 
+/* Overflow and profiling (hardware_intr): trace_cycles hands its records
+ * over at PAPI_read and PAPI_stop, in the caller's context, as the kernel
+ * does at stop, and each record's PC goes to PAPI's dispatch: no signal
+ * reaches the program.  Accumulation events are polled on PAPI's interval
+ * timer (PAPI_INT_SIGNAL), the page read and compared with the threshold. */
+static int imc_deliver_record(const struct imc_trace_record *r, void *arg)
+{
+	imc_control_t *c = arg;
+	ThreadInfo_t *thread = NULL;
+	_papi_hwi_context_t hctx = { .si = NULL, .ucontext = NULL };
+	int is_hw = 0;
+
+	_papi_hwi_dispatch_overflow_signal(&hctx, (vptr_t)(uintptr_t)r->pc, &is_hw, 1LL << c->set.trace_pos, 0,
+	                                   &thread, _imc_vector.cmp_info.CmpIdx);
+	return 0;
+}
+
+static int imc_set_overflow_op(EventSetInfo_t *ESI, int EventIndex, int threshold)
+{
+	imc_control_t *c = ESI->ctl_state;
+	int pos = ESI->EventInfoArray[EventIndex].pos[0];
+
+	if (pos < 0)
+		return PAPI_EINVAL;
+	return heritage_papi_fail(imc_set_overflow(&c->set, (unsigned)pos, threshold, imc_deliver_record, c));
+}
+
+static void imc_dispatch_timer(int sig, hwd_siginfo_t *si, void *uc)
+{
+	ThreadInfo_t *thread;
+	EventSetInfo_t *ESI = heritage_overflowing_set(&_imc_vector, &thread);
+	(void)sig;
+
+	if (!ESI || !uc)
+		return;
+	if (!(ESI->overflow.flags & PAPI_OVERFLOW_HARDWARE)) {
+		heritage_dispatch_timer(&_imc_vector, si, uc);
+		return;
+	}
+	imc_control_t *c = ESI->ctl_state;
+	_papi_hwi_context_t hctx = { .si = si, .ucontext = (hwd_ucontext_t *)uc };
+	int is_hw = 0;
+	uint64_t due = imc_set_overflow_poll(&c->set);
+	if (due)
+		_papi_hwi_dispatch_overflow_signal(&hctx, GET_OVERFLOW_ADDRESS(hctx), &is_hw, (long long)due, 0, &thread,
+		                                   _imc_vector.cmp_info.CmpIdx);
+}
+
 static int imc_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	imc_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(imc_set_start(&c->set));
+	int polled = imc_set_overflow_polled(&c->set);
+	int rc = heritage_own_overflow_start(&_imc_vector, polled, polled, &c->ovf);
+	if (rc != PAPI_OK)
+		return rc;
+	rc = heritage_papi_fail(imc_set_start(&c->set));
+	if (rc != PAPI_OK)
+		heritage_own_overflow_stop(&c->ovf);
+	return rc;
 }
 
 static int imc_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	imc_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(imc_set_stop(&c->set));
+	int rc = heritage_papi_fail(imc_set_stop(&c->set));
+	heritage_own_overflow_stop(&c->ovf);
+	if (rc == PAPI_OK)
+		heritage_stop_values(&_imc_vector, c, c->set.values);
+	return rc;
 }
 
 static int imc_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)
@@ -115,6 +175,10 @@ static int imc_cleanup_eventset(hwd_control_state_t *ctl)
 static int imc_ctl(hwd_context_t *ctx, int code, _papi_int_option_t *option)
 {
 	(void)ctx;
+	if (code == PAPI_MULTIPLEX)
+		/* kernel_multiplex: every event reads a counter of its own in
+		 * memory for the whole run, nothing to time-slice (imc(3)). */
+		return PAPI_OK;
 	return heritage_user_level_ctl(code, option);
 }
 
@@ -215,6 +279,10 @@ papi_vector_t _imc_vector = {
 		.available_domains = PAPI_DOM_USER,
 		.default_granularity = PAPI_GRN_THR,
 		.available_granularities = PAPI_GRN_THR,
+		.kernel_multiplex = 1,
+		/* PAPI_overflow reaches set_overflow: trace records are handed
+		 * over at read and stop, accumulation events polled. */
+		.hardware_intr = 1,
 		.hardware_intr_sig = PAPI_INT_SIGNAL,
 		.fast_counter_read = 1,
 	},
@@ -225,6 +293,8 @@ papi_vector_t _imc_vector = {
 		.reg_alloc = 1,
 	},
 	.init_component = imc_init_component,
+	.dispatch_timer = imc_dispatch_timer,
+	.set_overflow = imc_set_overflow_op,
 	.init_thread = imc_init_thread,
 	.shutdown_thread = imc_shutdown_thread,
 	.init_control_state = imc_init_control_state,

@@ -225,7 +225,7 @@ void imc_event_describe(unsigned code, char *buf, size_t len)
 		return;
 	}
 	const struct imc_cat_unit *u = &catalog->units[e->unit];
-	char what[200];
+	char what[600];
 	enum heritage_source src = imc_event_source(code, what, sizeof what);
 	snprintf(buf, len, "%s%s%s IMC counter, perf %s/event=0x%llx/%s%s%s%s [%s: %s]", e->desc ? e->desc : "",
 	         e->desc ? ". " : "", kind(u->type), u->pmu, (unsigned long long)e->value, e->scale ? ", scale " : "",

@@ -87,6 +87,7 @@ int imc_any_usable(char *why, unsigned len)
 void imc_set_init(struct imc_set *s)
 {
 	memset(s, 0, sizeof *s);
+	s->trace_pos = -1;
 }
 
 static enum imc_domain_excl domain_of(unsigned type)
@@ -109,20 +110,35 @@ int imc_set_entries(struct imc_set *s, const struct imc_catalog *cat, const unsi
 			return heritage_fail(-ENOENT, "imc: no catalog entry %u", entries[i]);
 		const struct imc_cat_entry *e = &cat->entries[entries[i]];
 		const struct imc_cat_unit *u = &cat->units[e->unit];
-		if (u->type == IMC_TYPE_TRACE)
-			return heritage_fail(-ENOTSUP, "imc: %s: trace mode: not wired yet", e->name);
 		if (imc_source_of(cat, entries[i], what, sizeof what) == HERITAGE_UNAVAILABLE)
 			return heritage_fail(-ENOTSUP, "imc: %s is unavailable here: %s", e->name, what);
+		if (u->type == IMC_TYPE_TRACE && (domains & (1u << IMC_EXCL_TRACE)))
+			return heritage_fail(-ENOSPC, "imc: %s twice in one set: a thread has one trace buffer (LDBAR)",
+			                     e->name);
 		domains |= 1u << domain_of(u->type);
+	}
+	if ((domains & (1u << IMC_EXCL_TRACE)) && (domains & (1u << IMC_EXCL_CORE | 1u << IMC_EXCL_THREAD)))
+		return heritage_fail(-EBUSY, "imc: trace_imc with core_imc or thread_imc events in one set: the "
+		                     "hardware is in trace or in accumulation mode, as the kernel's rule says");
+	struct imc_trace_set trace = { 0 };
+	if (domains & (1u << IMC_EXCL_TRACE)) {
+		int err = imc_trace_set_init(&trace);
+		if (err)
+			return err;
 	}
 	if ((domains & (1u << IMC_EXCL_CORE)) && (domains & (1u << IMC_EXCL_THREAD)))
 		return heritage_fail(-EBUSY, "imc: core_imc and thread_imc events in one set: they exclude one another, "
 		                     "as the kernel's do (the per-core engine counts either the core or its threads)");
+	s->trace_pos = -1;
+	s->trace = trace;
 	for (unsigned i = 0; i < n; i++) {
 		s->entry[i] = entries[i];
 		s->cpu[i] = cpus ? cpus[i] : -1;
 		s->type[i] = cat->units[cat->entries[entries[i]].unit].type;
 		memset(&s->ctr[i], 0, sizeof s->ctr[i]);
+		s->threshold[i] = s->deadline[i] = 0;
+		if (s->type[i] == IMC_TYPE_TRACE)
+			s->trace_pos = (int)i;
 	}
 	s->nevents = n;
 	memset(s->values, 0, sizeof s->values);
@@ -164,11 +180,13 @@ int imc_set_start(struct imc_set *s)
 {
 	if (s->running)
 		return heritage_fail(-EBUSY, "imc: the set is running");
+	/* A set of the trace event alone needs no engine. */
+	int counters = s->nevents - (s->trace_pos >= 0);
 	struct imc_engine *e;
 	pthread_mutex_lock(&engine_lock);
 	e = engine;
 	pthread_mutex_unlock(&engine_lock);
-	if (!e && !(e = imc_set_engine()))
+	if (counters && !e && !(e = imc_set_engine()))
 		return -ENODEV;
 	for (unsigned i = 0; i < s->nevents; i++)
 		if (s->type[i] == IMC_TYPE_NEST) {
@@ -192,24 +210,34 @@ int imc_set_start(struct imc_set *s)
 	/* Thread events arm the calling task thread's page. */
 	unsigned armed = 0;
 	while (!err && armed < s->nevents) {
-		err = imc_engine_arm(e, s->entry[armed], s->cpu[armed], &s->ctr[armed]);
+		if ((int)armed != s->trace_pos)
+			err = imc_engine_arm(e, s->entry[armed], s->cpu[armed], &s->ctr[armed]);
 		armed += !err;
 	}
-	if (!err)
+	if (!err && counters)
 		err = imc_engine_run(e);
+	/* Last: the trace starts sampling the calling thread. */
+	if (!err && s->trace_pos >= 0)
+		err = imc_trace_set_start(&s->trace);
 	if (err) {
 		for (unsigned i = 0; i < armed; i++)
-			imc_engine_release(e, &s->ctr[i]);
+			if ((int)i != s->trace_pos)
+				imc_engine_release(e, &s->ctr[i]);
 		release(s);
 		return err;
 	}
 	const char *x = heritage_env("imc", "exact");
 	s->exact = x && strcmp(x, "1") == 0;
 	for (unsigned i = 0; i < s->nevents; i++) {
+		if ((int)i == s->trace_pos) {
+			s->values[i] = 0;
+			continue;
+		}
 		if (s->exact)
 			imc_engine_sync(e, &s->ctr[i]);
 		s->start[i] = imc_counter_load(&s->ctr[i]);
 		s->values[i] = 0;
+		s->deadline[i] = s->threshold[i];
 	}
 	s->running = 1;
 	return 0;
@@ -218,7 +246,8 @@ int imc_set_start(struct imc_set *s)
 static void take(struct imc_set *s)
 {
 	for (unsigned i = 0; i < s->nevents; i++)
-		s->values[i] = (long long)(imc_counter_load(&s->ctr[i]) - s->start[i]); /* mod 2^64 */
+		if ((int)i != s->trace_pos)
+			s->values[i] = (long long)(imc_counter_load(&s->ctr[i]) - s->start[i]); /* mod 2^64 */
 }
 
 int imc_set_read(struct imc_set *s)
@@ -227,9 +256,11 @@ int imc_set_read(struct imc_set *s)
 		return 0;
 	if (s->exact)
 		for (unsigned i = 0; engine && i < s->nevents; i++)
-			imc_engine_sync(engine, &s->ctr[i]);
+			if ((int)i != s->trace_pos)
+				imc_engine_sync(engine, &s->ctr[i]);
 	take(s);
-	return 0;
+	/* The hand-over: records reach an armed handler here. */
+	return s->trace_pos >= 0 ? imc_trace_set_read(&s->trace, &s->values[s->trace_pos]) : 0;
 }
 
 int imc_set_stop(struct imc_set *s)
@@ -237,22 +268,71 @@ int imc_set_stop(struct imc_set *s)
 	if (!s->running)
 		return 0;
 	struct imc_engine *e = engine;
+	int err = 0;
+	if (s->trace_pos >= 0)
+		err = imc_trace_set_stop(&s->trace, &s->values[s->trace_pos]);
 	for (unsigned i = 0; e && i < s->nevents; i++)
-		imc_engine_sync(e, &s->ctr[i]);
+		if ((int)i != s->trace_pos)
+			imc_engine_sync(e, &s->ctr[i]);
 	take(s);
 	for (unsigned i = 0; e && i < s->nevents; i++)
-		imc_engine_release(e, &s->ctr[i]);
+		if ((int)i != s->trace_pos)
+			imc_engine_release(e, &s->ctr[i]);
 	s->running = 0;
 	release(s);
-	return 0;
+	return err;
 }
 
 int imc_set_reset(struct imc_set *s)
 {
 	for (unsigned i = 0; i < s->nevents; i++) {
-		if (s->running)
+		if ((int)i == s->trace_pos) {
+			if (s->running) {
+				int err = imc_trace_set_reset(&s->trace);
+				if (err)
+					return err;
+			}
+		} else if (s->running) {
 			s->start[i] = imc_counter_load(&s->ctr[i]);
+			s->deadline[i] = s->threshold[i];
+		}
 		s->values[i] = 0;
 	}
 	return 0;
+}
+
+int imc_set_overflow(struct imc_set *s, unsigned pos, long long threshold, imc_trace_record_fn deliver, void *arg)
+{
+	if (pos >= s->nevents)
+		return heritage_fail(-EINVAL, "imc: no event at position %u of the set", pos);
+	if (s->running)
+		return heritage_fail(-EBUSY, "imc: the set is running");
+	if (threshold < 0)
+		return heritage_fail(-EINVAL, "imc: overflow threshold %lld", threshold);
+	if ((int)pos == s->trace_pos)
+		return imc_trace_set_overflow(&s->trace, threshold, threshold ? deliver : NULL, arg);
+	s->threshold[pos] = threshold;
+	return 0;
+}
+
+int imc_set_overflow_polled(const struct imc_set *s)
+{
+	for (unsigned i = 0; i < s->nevents; i++)
+		if ((int)i != s->trace_pos && s->threshold[i])
+			return 1;
+	return 0;
+}
+
+uint64_t imc_set_overflow_poll(struct imc_set *s)
+{
+	uint64_t due = 0;
+	if (!s->running)
+		return 0;
+	take(s);
+	for (unsigned i = 0; i < s->nevents; i++)
+		if ((int)i != s->trace_pos && s->threshold[i] && s->values[i] >= s->deadline[i]) {
+			due |= 1ull << i;
+			s->deadline[i] = s->values[i] + s->threshold[i];
+		}
+	return due;
 }

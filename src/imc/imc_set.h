@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "imc/imc_engine.h"
+#include "imc/imc_trace_set.h"
 
 #define IMC_MAX_EVENTS 8
 
@@ -45,6 +46,13 @@ struct imc_set {
 	int exact;                         /* PAPI_HERITAGE_IMC_EXACT=1 at start: every read updates first */
 	int running;
 	long long values[IMC_MAX_EVENTS];
+	/* trace_imc::trace_cycles, at most one per set (the thread has one
+	 * LDBAR): its records come from the sampler, not the engine. */
+	int trace_pos;                     /* -1: none */
+	struct imc_trace_set trace;
+	/* PAPI_overflow on accumulation events: polled (imc_set_overflow_poll). */
+	long long threshold[IMC_MAX_EVENTS];
+	long long deadline[IMC_MAX_EVENTS];
 };
 
 void imc_set_init(struct imc_set *s);
@@ -61,6 +69,20 @@ int imc_set_read(struct imc_set *s);
 int imc_set_reset(struct imc_set *s);
 /* 0 if something can count here, else -ENOTSUP with why. */
 int imc_any_usable(char *why, unsigned len);
+
+/* PAPI_overflow / PAPI_profil on the event at pos, threshold 0 disarms.
+ * The trace event: threshold is its sampling period in CPM_32MHZ_CYC, and
+ * deliver(record, arg) gets every record handed over at read and stop (in
+ * the caller's context, never a signal).  An accumulation event: polled,
+ * imc_set_overflow_poll says when its count passed the threshold.  -EINVAL
+ * (bad pos or threshold), -EBUSY (running), with the message. */
+int imc_set_overflow(struct imc_set *s, unsigned pos, long long threshold, imc_trace_record_fn deliver, void *arg);
+/* Non-zero if some accumulation event overflows (PAPI's timer polls it). */
+int imc_set_overflow_polled(const struct imc_set *s);
+/* Reads the set; the bits (1 << pos) of the polled events whose count
+ * passed its next deadline, each deadline moved one threshold past the
+ * count.  Async-signal-safe: loads and arithmetic. */
+uint64_t imc_set_overflow_poll(struct imc_set *s);
 
 /* The process's engine (made on first use: nest pages from imcd when it
  * publishes them), or NULL with the reason.  Tests may install their own

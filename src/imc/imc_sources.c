@@ -12,6 +12,7 @@
 #include "common/heritage_env.h"
 #include "common/heritage_probe.h"
 #include "imc/imc_sources.h"
+#include "imc/imc_trace.h"
 
 #define T_THREAD IMC_TYPE_THREAD
 #define T_CORE IMC_TYPE_CORE
@@ -98,7 +99,6 @@ static const struct imc_rule rules[] = {
 	  .what = "load-reserve/store-conditional: x86 has no LL/SC" },
 	{ .types = T_CORE | T_THREAD, .names = "MSR_*", .modes = M_ANY,
 	  .what = "POWER MSR-state (HV/PR/TA/TM/adjunct) cycles and instructions: no x86 counterpart" },
-	{ .types = T_TRACE, .names = "*", .modes = M_ANY, .what = "trace mode: not wired yet" },
 	{ .types = T_CORE | T_THREAD, .names = "*", .modes = M_ANY,
 	  .what = "a POWER core event with no generic host source wired (caches, TLBs, dispatch, flushes, "
 	          "SMT modes, interrupts)" },
@@ -245,5 +245,19 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 enum heritage_source imc_source_of(const struct imc_catalog *cat, unsigned entry, char *what, size_t len)
 {
 	struct imc_feed f;
+	char why[400];
+	/* Trace records are no counter of the engine's: the sampler makes them
+	 * (imc_trace.h), where perf sampling works for this account. */
+	if (cat && entry < cat->nentries && cat->units[cat->entries[entry].unit].type == IMC_TYPE_TRACE) {
+		if (imc_trace_usable(why, sizeof why) != 0) {
+			if (what && len)
+				snprintf(what, len, "trace records need perf sampling: %s", why);
+			return HERITAGE_UNAVAILABLE;
+		}
+		if (what && len)
+			snprintf(what, len, "records of the thread's PC sampled by its task clock (perf, into the mmap "
+			                    "ring, drained without signals); CPMC2 modelled, CPMC1/3/4 absent");
+		return HERITAGE_MEASURED;
+	}
 	return imc_feed_of(cat, entry, &f, what, len);
 }

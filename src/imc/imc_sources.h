@@ -17,6 +17,7 @@
 
 #include "common/heritage_source.h"
 #include "imc/imc_catalog.h"
+#include "imc/imc_trace_codec.h"
 
 /* How a counter is fed. */
 enum imc_feed_kind {
@@ -50,7 +51,7 @@ struct imc_feed {
  * and the POWER9 timebase, 512 MHz (facilities.md §4(a) [U]), which PURR
  * counts at. */
 #define IMC_32MHZ_HZ 32000000ULL
-#define IMC_TIMEBASE_HZ 512000000ULL
+/* IMC_TIMEBASE_HZ: imc_trace_codec.h, with the timebase's conversions. */
 /* The PowerBus (nest) clock assumed for the modelled nest CYC events, unless
  * PAPI_HERITAGE_IMC_NEST_HZ says otherwise: POWER9's fabric runs at about
  * 2 GHz [U]; the value is stated wherever the event is described. */

@@ -133,11 +133,11 @@ static uint32_t tid_slot_ns(struct imc_trace_session *s, uint32_t tid, uint64_t 
 static unsigned mode_of(uint16_t misc)
 {
 	switch (misc & PERF_RECORD_MISC_CPUMODE_MASK) {
-	case PERF_RECORD_MISC_GUEST_KERNEL: return IMC_MODE_GUEST_KERNEL;
-	case PERF_RECORD_MISC_GUEST_USER: return IMC_MODE_GUEST_USER;
+	case PERF_RECORD_MISC_GUEST_KERNEL: return IMC_TRACE_MODE_GUEST_KERNEL;
+	case PERF_RECORD_MISC_GUEST_USER: return IMC_TRACE_MODE_GUEST_USER;
 	case PERF_RECORD_MISC_KERNEL:
-	case PERF_RECORD_MISC_HYPERVISOR: return IMC_MODE_HV_KERNEL;
-	default: return IMC_MODE_USER;
+	case PERF_RECORD_MISC_HYPERVISOR: return IMC_TRACE_MODE_HV_KERNEL;
+	default: return IMC_TRACE_MODE_USER;
 	}
 }
 

@@ -99,10 +99,10 @@ unsigned imc_scom_entries(unsigned buffersize);
 #define IMC_TRACE_RECORD_BYTES 64
 #define IMC_TRACE_TB_MASK 0x3ffffffffffull
 #define IMC_TRACE_MODE_SHIFT 62
-#define IMC_MODE_GUEST_KERNEL 0
-#define IMC_MODE_GUEST_USER 1
-#define IMC_MODE_HV_KERNEL 2
-#define IMC_MODE_USER 3
+#define IMC_TRACE_MODE_GUEST_KERNEL 0
+#define IMC_TRACE_MODE_GUEST_USER 1
+#define IMC_TRACE_MODE_HV_KERNEL 2
+#define IMC_TRACE_MODE_USER 3
 
 struct imc_trace_record {
 	uint64_t timebase;     /* DW0 */
