@@ -4,7 +4,8 @@
  * conformance table):
  *   - every one is compiled in and named as papi_heritage_is_component() knows it;
  *   - cntr_umasks is set, since every one's events take qualifiers
- *     (itanium2(3) :exact=, paragon_rpm(3) :cpu=N, alpha21064(3) :width=),
+ *     (itanium2(3) :exact=, paragon_rpm(3) :cpu=N, alpha21064(3) :width=,
+ *     imc(3) :cpu=N),
  *     and PAPI_enum_cmp_event with PAPI_NTV_ENUM_UMASKS offers at least one
  *     qualified name for one of its events;
  *   - a disabled component says why (disabled_reason), an enabled one has
@@ -21,6 +22,7 @@ static const struct {
 	{ "itanium2", "itanium2:::LOADS_RETIRED" },
 	{ "paragon_rpm", "paragon_rpm:::rpms_idle" },
 	{ "alpha21064", "alpha21064:::" },
+	{ "imc", "imc:::core_imc::" },
 };
 
 /* Whether enumeration offers a name with a qualifier ("...:q=v") among the

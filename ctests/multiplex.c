@@ -422,6 +422,55 @@ static void alpha_work(int set, const char *how, struct run *r)
 	observe(r, "LOAD_INSNS interrupts in the loop", alpha_in_loop[1], 1);
 }
 
+/* ---------------------------------------------------------------- imc */
+
+/* Core and nest counters are clocks here (imc(3), SOURCES: CPM_32MHZ_CYC
+ * the wall clock x 32 MHz in units of its scale 512, PM_PB_CYC the wall
+ * clock x the assumed 2 GHz PowerBus in units of 256).  Exact mode makes
+ * PAPI_start and PAPI_stop update the page, so each count lies between the
+ * wall time inside start..stop and the wall time around it. */
+static void imc_setup(void)
+{
+	setenv("PAPI_HERITAGE_IMC_EXACT", "1", 1);
+	unsetenv("PAPI_HERITAGE_IMC_NEST_HZ");
+}
+
+static int imc_events(const char **names)
+{
+	names[0] = "imc:::core_imc::CPM_32MHZ_CYC:cpu=0";
+	names[1] = "imc:::nest_powerbus0_imc::PM_PB_CYC:cpu=0";
+	return 2;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void imc_work(int set, const char *how, struct run *r)
+{
+	long long v[2];
+	double t0 = mono_s();
+	CHECK_PAPI(PAPI_start(set));
+	double t1 = mono_s();
+	usleep(50000);
+	double t2 = mono_s();
+	CHECK_PAPI(PAPI_stop(set, v));
+	double t3 = mono_s();
+	const double core_hz = 32e6 / 512, nest_hz = 2e9 / 256;
+	printf("  %-28s core CPM_32MHZ_CYC %lld (%.0f..%.0f), PM_PB_CYC %lld (%.0f..%.0f)\n", how, v[0],
+	       (t2 - t1) * core_hz, (t3 - t0) * core_hz, v[1], (t2 - t1) * nest_hz, (t3 - t0) * nest_hz);
+	EXPECT(v[0] >= (t2 - t1) * core_hz - 1 && v[0] <= (t3 - t0) * core_hz + 1,
+	       "core CPM_32MHZ_CYC %lld outside the wall clock's %.0f..%.0f", v[0], (t2 - t1) * core_hz,
+	       (t3 - t0) * core_hz);
+	EXPECT(v[1] >= (t2 - t1) * nest_hz - 1 && v[1] <= (t3 - t0) * nest_hz + 1,
+	       "PM_PB_CYC %lld outside the wall clock's %.0f..%.0f", v[1], (t2 - t1) * nest_hz, (t3 - t0) * nest_hz);
+	/* Both count the same interval: their ratio is the clocks'. */
+	observe(r, "PM_PB_CYC / CPM_32MHZ_CYC (x 1000)", v[0] ? v[1] * 1000 / v[0] / 125 : 0, 0);
+}
+
 /* ---------------------------------------------------------------- table */
 
 static const struct row rows[] = {
@@ -432,6 +481,10 @@ static const struct row rows[] = {
 	{ .component = "alpha21064", .kernel_multiplex = 1, .num_mpx_cntrs = 2,
 	  .setup = alpha_setup, .events = alpha_events, .prepare = alpha_prepare, .work = alpha_work,
 	  .conflict = { "alpha21064:::LOAD_INSNS", "alpha21064:::BRANCH_INSNS" }, .conflict_says = "time-slice" },
+	{ .component = "imc", .kernel_multiplex = 1, .num_mpx_cntrs = 8,
+	  .setup = imc_setup, .events = imc_events, .prepare = NULL, .work = imc_work,
+	  .conflict = { "imc:::core_imc::CPM_32MHZ_CYC:cpu=0", "imc:::thread_imc::CPM_CS_32MHZ_CYC_USER" },
+	  .conflict_says = "exclude" },
 };
 
 enum order { PLAIN, MPX_FIRST, MPX_AFTER };

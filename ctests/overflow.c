@@ -115,6 +115,10 @@ static const struct row rows[] = {
 	{ .name = "alpha21064_loads", .component = "alpha21064", .event = "alpha21064:::LOAD_INSNS:width=12",
 	  .threshold = 4096, .env = "PAPI_HERITAGE_ALPHA21064_BACKEND", .env_value = "software",
 	  .work = ALPHA_LOADS, .n = 8 * 4096 + 100 },
+	/* The thread's user time x 32 MHz in units of its scale 512: 0.4 s of
+	 * spinning is 25000; polled on PAPI's timer. */
+	{ .name = "imc_thread_cyc", .component = "imc", .event = "imc:::thread_imc::CPM_CS_32MHZ_CYC_USER",
+	  .threshold = 2500, .work = SPIN, .seconds = 0.4, .polled = 1 },
 };
 
 #define MAX_CALLS 8192

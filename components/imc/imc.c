@@ -279,6 +279,7 @@ papi_vector_t _imc_vector = {
 		.available_domains = PAPI_DOM_USER,
 		.default_granularity = PAPI_GRN_THR,
 		.available_granularities = PAPI_GRN_THR,
+		.cntr_umasks = 1, /* :cpu=N on nest and core events */
 		.kernel_multiplex = 1,
 		/* PAPI_overflow reaches set_overflow: trace records are handed
 		 * over at read and stop, accumulation events polled. */
