@@ -5,6 +5,7 @@
 
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
+#include "imc/imc_backend.h"
 #include "imc/imc_events.h"
 #include "imc/imc_mode.h"
 #include "imc/imc_set.h"
@@ -132,6 +133,14 @@ int imc_set_entries(struct imc_set *s, const struct imc_catalog *cat, const unsi
 	s->trace_pos = -1;
 	s->trace = trace;
 	for (unsigned i = 0; i < n; i++) {
+		const struct imc_cat_entry *e = &cat->entries[entries[i]];
+		const struct imc_sysfs_pmu *p = NULL;
+		const struct imc_sysfs_event *ev = NULL;
+		enum imc_backend_kind kind = IMC_BACKEND_ENGINE;
+		s->perf[i] = cat->units[e->unit].type != IMC_TYPE_TRACE && imc_backend_get(&kind, NULL, NULL, 0) == 0 &&
+		             kind == IMC_BACKEND_PERF &&
+		             imc_backend_perf_event(&cat->units[e->unit], e, &p, &ev, what, sizeof what) == 0;
+		s->pc[i] = (struct imc_sysfs_counter){ .fd = -1, .pmu = p, .event = ev };
 		s->entry[i] = entries[i];
 		s->cpu[i] = cpus ? cpus[i] : -1;
 		s->type[i] = cat->units[cat->entries[entries[i]].unit].type;
@@ -180,8 +189,10 @@ int imc_set_start(struct imc_set *s)
 {
 	if (s->running)
 		return heritage_fail(-EBUSY, "imc: the set is running");
-	/* A set of the trace event alone needs no engine. */
-	int counters = s->nevents - (s->trace_pos >= 0);
+	/* The engine counts what neither the trace nor the kernel's PMUs do. */
+	int counters = 0;
+	for (unsigned i = 0; i < s->nevents; i++)
+		counters += (int)i != s->trace_pos && !s->perf[i];
 	struct imc_engine *e;
 	pthread_mutex_lock(&engine_lock);
 	e = engine;
@@ -210,7 +221,11 @@ int imc_set_start(struct imc_set *s)
 	/* Thread events arm the calling task thread's page. */
 	unsigned armed = 0;
 	while (!err && armed < s->nevents) {
-		if ((int)armed != s->trace_pos)
+		if (s->perf[armed]) {
+			err = imc_sysfs_counter_open(&s->pc[armed], s->pc[armed].pmu, s->pc[armed].event, s->cpu[armed]);
+			if (!err && (err = imc_sysfs_counter_start(&s->pc[armed])) != 0)
+				imc_sysfs_counter_close(&s->pc[armed]);
+		} else if ((int)armed != s->trace_pos)
 			err = imc_engine_arm(e, s->entry[armed], s->cpu[armed], &s->ctr[armed]);
 		armed += !err;
 	}
@@ -221,7 +236,9 @@ int imc_set_start(struct imc_set *s)
 		err = imc_trace_set_start(&s->trace);
 	if (err) {
 		for (unsigned i = 0; i < armed; i++)
-			if ((int)i != s->trace_pos)
+			if (s->perf[i])
+				imc_sysfs_counter_close(&s->pc[i]);
+			else if ((int)i != s->trace_pos)
 				imc_engine_release(e, &s->ctr[i]);
 		release(s);
 		return err;
@@ -229,8 +246,9 @@ int imc_set_start(struct imc_set *s)
 	const char *x = heritage_env("imc", "exact");
 	s->exact = x && strcmp(x, "1") == 0;
 	for (unsigned i = 0; i < s->nevents; i++) {
-		if ((int)i == s->trace_pos) {
+		if ((int)i == s->trace_pos || s->perf[i]) {
 			s->values[i] = 0;
+			s->deadline[i] = s->threshold[i];
 			continue;
 		}
 		if (s->exact)
@@ -245,9 +263,14 @@ int imc_set_start(struct imc_set *s)
 
 static void take(struct imc_set *s)
 {
-	for (unsigned i = 0; i < s->nevents; i++)
-		if ((int)i != s->trace_pos)
+	for (unsigned i = 0; i < s->nevents; i++) {
+		uint64_t v;
+		if (s->perf[i]) {
+			if (imc_sysfs_counter_read(&s->pc[i], &v) == 0)
+				s->values[i] = (long long)v;
+		} else if ((int)i != s->trace_pos)
 			s->values[i] = (long long)(imc_counter_load(&s->ctr[i]) - s->start[i]); /* mod 2^64 */
+	}
 }
 
 int imc_set_read(struct imc_set *s)
@@ -256,7 +279,7 @@ int imc_set_read(struct imc_set *s)
 		return 0;
 	if (s->exact)
 		for (unsigned i = 0; engine && i < s->nevents; i++)
-			if ((int)i != s->trace_pos)
+			if ((int)i != s->trace_pos && !s->perf[i])
 				imc_engine_sync(engine, &s->ctr[i]);
 	take(s);
 	/* The hand-over: records reach an armed handler here. */
@@ -272,12 +295,18 @@ int imc_set_stop(struct imc_set *s)
 	if (s->trace_pos >= 0)
 		err = imc_trace_set_stop(&s->trace, &s->values[s->trace_pos]);
 	for (unsigned i = 0; e && i < s->nevents; i++)
-		if ((int)i != s->trace_pos)
+		if ((int)i != s->trace_pos && !s->perf[i])
 			imc_engine_sync(e, &s->ctr[i]);
 	take(s);
-	for (unsigned i = 0; e && i < s->nevents; i++)
-		if ((int)i != s->trace_pos)
+	for (unsigned i = 0; i < s->nevents; i++) {
+		if (s->perf[i]) {
+			uint64_t v;
+			if (imc_sysfs_counter_stop(&s->pc[i], &v) == 0)
+				s->values[i] = (long long)v;
+			imc_sysfs_counter_close(&s->pc[i]);
+		} else if (e && (int)i != s->trace_pos)
 			imc_engine_release(e, &s->ctr[i]);
+	}
 	s->running = 0;
 	release(s);
 	return err;
@@ -292,6 +321,11 @@ int imc_set_reset(struct imc_set *s)
 				if (err)
 					return err;
 			}
+		} else if (s->running && s->perf[i]) {
+			int err = imc_sysfs_counter_start(&s->pc[i]); /* from 0 again */
+			if (err)
+				return err;
+			s->deadline[i] = s->threshold[i];
 		} else if (s->running) {
 			s->start[i] = imc_counter_load(&s->ctr[i]);
 			s->deadline[i] = s->threshold[i];

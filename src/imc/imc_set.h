@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "imc/imc_engine.h"
+#include "imc/imc_sysfs.h"
 #include "imc/imc_trace_set.h"
 
 #define IMC_MAX_EVENTS 8
@@ -46,6 +47,9 @@ struct imc_set {
 	int exact;                         /* PAPI_HERITAGE_IMC_EXACT=1 at start: every read updates first */
 	int running;
 	long long values[IMC_MAX_EVENTS];
+	/* Events the kernel's IMC PMUs count (imc_backend.h: perf). */
+	int perf[IMC_MAX_EVENTS];
+	struct imc_sysfs_counter pc[IMC_MAX_EVENTS];
 	/* trace_imc::trace_cycles, at most one per set (the thread has one
 	 * LDBAR): its records come from the sampler, not the engine. */
 	int trace_pos;                     /* -1: none */

@@ -11,6 +11,7 @@
 
 #include "common/heritage_env.h"
 #include "common/heritage_probe.h"
+#include "imc/imc_backend.h"
 #include "imc/imc_sources.h"
 #include "imc/imc_trace.h"
 
@@ -257,6 +258,23 @@ enum heritage_source imc_source_of(const struct imc_catalog *cat, unsigned entry
 		if (what && len)
 			snprintf(what, len, "records of the thread's PC sampled by its task clock (perf, into the mmap "
 			                    "ring, drained without signals); CPMC2 modelled, CPMC1/3/4 absent");
+		return HERITAGE_MEASURED;
+	}
+	/* On a POWER machine the kernel's PMUs count it. */
+	enum imc_backend_kind kind;
+	if (cat && entry < cat->nentries && imc_backend_get(&kind, NULL, why, sizeof why) == 0 &&
+	    kind == IMC_BACKEND_PERF) {
+		const struct imc_cat_entry *e = &cat->entries[entry];
+		const struct imc_sysfs_pmu *p;
+		const struct imc_sysfs_event *ev;
+		if (imc_backend_perf_event(&cat->units[e->unit], e, &p, &ev, why, sizeof why) != 0) {
+			if (what && len)
+				snprintf(what, len, "%s", why);
+			return HERITAGE_UNAVAILABLE;
+		}
+		if (what && len)
+			snprintf(what, len, "the kernel's %s PMU through perf_event (type %u, %s)", p->name, p->type,
+			         ev->terms);
 		return HERITAGE_MEASURED;
 	}
 	return imc_feed_of(cat, entry, &f, what, len);
