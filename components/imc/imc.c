@@ -12,6 +12,7 @@
 #include "papi_vector.h"
 
 #include "../heritage_glue.h"
+#include "imc/imc_backend.h"
 #include "imc/imc_events.h"
 #include "imc/imc_set.h"
 #include "papi_heritage.h"
@@ -36,9 +37,10 @@ static int imc_init_component(int cidx)
 	_imc_vector.cmp_info.num_native_events = (int)imc_nevents();
 	if (err == 0)
 		err = imc_any_usable(why, sizeof why);
-	if (err == 0)
+	enum imc_backend_kind kind;
+	if (err == 0 && imc_backend_get(&kind, NULL, NULL, 0) == 0 && kind == IMC_BACKEND_ENGINE)
 		heritage_component_limits(&_imc_vector, "POWER9 In-Memory Collection counters",
-		                          "no IMC PMUs off POWER9: nest events unavailable");
+		                          "no IMC PMUs: an engine counts what the host can source");
 	return heritage_component_status(&_imc_vector, err, why);
 }
 
