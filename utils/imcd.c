@@ -23,68 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
+#include "common/heritage_daemon.h"
 #include "common/heritage_error.h"
 #include "imc/imc_catalog.h"
 #include "imc/imc_engine.h"
 
-static const char *default_pidfile(void)
-{
-	static char buf[512];
-	if (geteuid() == 0)
-		return "/run/imcd.pid";
-	const char *dir = getenv("XDG_RUNTIME_DIR");
-	snprintf(buf, sizeof buf, "%s/imcd-%u.pid", dir && *dir ? dir : P_tmpdir, (unsigned)geteuid());
-	return buf;
-}
-
-static long read_pid(const char *pidfile)
-{
-	FILE *f = fopen(pidfile, "r");
-	long pid = -1;
-	if (f) {
-		if (fscanf(f, "%ld", &pid) != 1)
-			pid = -1;
-		fclose(f);
-	}
-	return pid;
-}
-
-static int do_stop(const char *pidfile)
-{
-	int fd = open(pidfile, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "imcd: not running (no %s)\n", pidfile);
-		return 1;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		fprintf(stderr, "imcd: not running (stale %s)\n", pidfile);
-		close(fd);
-		return 1;
-	}
-	long pid = read_pid(pidfile);
-	if (pid <= 0 || kill((pid_t)pid, SIGTERM) != 0) {
-		fprintf(stderr, "imcd: cannot signal pid %ld: %s\n", pid, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	for (int i = 0; i < 500; i++) { /* stopped when it lets go of the lock */
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			close(fd);
-			return 0;
-		}
-		usleep(10000);
-	}
-	fprintf(stderr, "imcd: pid %ld did not stop within 5 s\n", pid);
-	close(fd);
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
-	const char *pidfile = default_pidfile();
+	const char *pidfile = heritage_daemon_default_pidfile("imcd");
 	int foreground = 0;
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' }, { "speed", required_argument, NULL, 's' },
@@ -111,12 +59,9 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind < argc && strcmp(argv[optind], "stop") == 0)
-		return do_stop(pidfile);
-	if (optind < argc) {
-		fprintf(stderr, "imcd: unknown command \"%s\" (the only one is stop)\n", argv[optind]);
-		return 2;
-	}
+	int st = heritage_daemon_command("imcd", argc, argv, optind, pidfile);
+	if (st >= 0)
+		return st;
 	char why[1024];
 	const struct imc_catalog *cat = imc_catalog_get(why, sizeof why);
 	if (!cat) {
@@ -128,36 +73,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imcd: %s\n", why);
 		return 1;
 	}
-	int pfd = open(pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (pfd < 0) {
-		fprintf(stderr, "imcd: %s: %s\n", pidfile, strerror(errno));
+	int pfd = heritage_daemon_lock("imcd", pidfile);
+	if (pfd < 0)
 		return 1;
-	}
-	if (flock(pfd, LOCK_EX | LOCK_NB) != 0) {
-		fprintf(stderr, "imcd: already running as pid %ld (%s)\n", read_pid(pidfile), pidfile);
-		return 1;
-	}
 	/* Detach first, so that the objects carry the daemon's pid; the parent
 	 * waits for the child's word on whether it publishes. */
-	int ready[2] = { -1, -1 };
+	int ready = -1;
 	if (!foreground) {
-		if (pipe(ready) != 0) {
-			fprintf(stderr, "imcd: pipe: %s\n", strerror(errno));
-			return 1;
-		}
-		pid_t pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "imcd: fork: %s\n", strerror(errno));
-			return 1;
-		}
-		if (pid > 0) {
-			char ok = 0;
-			close(ready[1]);
-			ssize_t n = read(ready[0], &ok, 1);
-			return n == 1 && ok == 'y' ? 0 : 1;
-		}
-		close(ready[0]);
-		setsid();
+		int status;
+		int r = heritage_daemon_detach("imcd", &ready, &status);
+		if (r != 0)
+			return r < 0 ? 1 : status;
 	}
 	sigset_t term;
 	sigemptyset(&term);
@@ -172,24 +98,11 @@ int main(int argc, char **argv)
 			imc_engine_destroy(e);
 		return 1;
 	}
-	char buf[32];
-	int len = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-	if (ftruncate(pfd, 0) != 0 || pwrite(pfd, buf, (size_t)len, 0) != len)
-		fprintf(stderr, "imcd: cannot write %s\n", pidfile);
+	heritage_daemon_write_pid("imcd", pfd, pidfile);
 	fprintf(stderr, "imcd: pid %ld, catalog %s, %u chip(s): nest pages %s, speed %u\n", (long)getpid(), cat->source,
 	        topo->nchips, imc_engine_nest_where(e), imc_speed_setting());
-	if (!foreground) {
-		ssize_t w = write(ready[1], "y", 1);
-		(void)w;
-		close(ready[1]);
-		int null = open("/dev/null", O_RDWR);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			close(null);
-		}
-	}
+	if (!foreground)
+		heritage_daemon_ready(ready);
 	int sig = 0;
 	sigwait(&term, &sig);
 	/* New readers find no object rather than a stale one. */

@@ -27,10 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/heritage_daemon.h"
 #include "common/heritage_error.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
@@ -43,62 +43,6 @@ static void on_term(int sig)
 {
 	(void)sig;
 	stopping = 1;
-}
-
-/* Root: /run.  Others: their runtime directory, else the temporary one. */
-static const char *default_pidfile(void)
-{
-	static char buf[512];
-	if (geteuid() == 0)
-		return "/run/rpmd.pid";
-	const char *dir = getenv("XDG_RUNTIME_DIR");
-	if (!dir || !*dir)
-		dir = P_tmpdir;
-	snprintf(buf, sizeof buf, "%s/rpmd-%u.pid", dir, (unsigned)geteuid());
-	return buf;
-}
-
-static long read_pid(const char *pidfile)
-{
-	FILE *f = fopen(pidfile, "r");
-	long pid = -1;
-	if (f) {
-		if (fscanf(f, "%ld", &pid) != 1)
-			pid = -1;
-		fclose(f);
-	}
-	return pid;
-}
-
-static int do_stop(const char *pidfile)
-{
-	int fd = open(pidfile, O_RDWR);
-	if (fd < 0) {
-		fprintf(stderr, "rpmd: not running (no %s)\n", pidfile);
-		return 1;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		fprintf(stderr, "rpmd: not running (stale %s)\n", pidfile);
-		close(fd);
-		return 1;
-	}
-	long pid = read_pid(pidfile);
-	if (pid <= 0 || kill((pid_t)pid, SIGTERM) != 0) {
-		fprintf(stderr, "rpmd: cannot signal pid %ld: %s\n", pid, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	/* Stopped when it lets go of the lock. */
-	for (int i = 0; i < 500; i++) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			close(fd);
-			return 0;
-		}
-		usleep(10000);
-	}
-	fprintf(stderr, "rpmd: pid %ld did not stop within 5 s\n", pid);
-	close(fd);
-	return 1;
 }
 
 struct node_prev {
@@ -210,7 +154,7 @@ int main(int argc, char **argv)
 	double interval = 1.0, publish_interval = (double)RPM_SERVICE_DEFAULT_INTERVAL_NS / 1e9;
 	int logging = 1;
 	const char *log_path = geteuid() == 0 ? "/var/log/rpmd.csv" : "rpmd.csv";
-	const char *pidfile = default_pidfile();
+	const char *pidfile = heritage_daemon_default_pidfile("rpmd");
 	int reset = 1, foreground = 0;
 	static const struct option opts[] = {
 		{ "interval", required_argument, NULL, 'i' }, { "log", required_argument, NULL, 'l' },
@@ -245,12 +189,9 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind < argc && strcmp(argv[optind], "stop") == 0)
-		return do_stop(pidfile);
-	if (optind < argc) {
-		fprintf(stderr, "rpmd: unknown command \"%s\" (the only one is stop)\n", argv[optind]);
-		return 2;
-	}
+	int st = heritage_daemon_command("rpmd", argc, argv, optind, pidfile);
+	if (st >= 0)
+		return st;
 
 	struct rpm_host *h = NULL;
 	if (logging && rpm_host_open(&h) != 0) {
@@ -261,15 +202,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rpmd: resetting the counters needs root (or run with --no-reset or --no-log)\n");
 		return 1;
 	}
-	int pfd = open(pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (pfd < 0) {
-		fprintf(stderr, "rpmd: %s: %s\n", pidfile, strerror(errno));
+	int pfd = heritage_daemon_lock("rpmd", pidfile);
+	if (pfd < 0)
 		return 1;
-	}
-	if (flock(pfd, LOCK_EX | LOCK_NB) != 0) {
-		fprintf(stderr, "rpmd: already running as pid %ld (%s)\n", read_pid(pidfile), pidfile);
-		return 1;
-	}
 	FILE *log = logging ? fopen(log_path, "a") : NULL;
 	if (logging && !log) {
 		fprintf(stderr, "rpmd: %s: %s\n", log_path, strerror(errno));
@@ -286,19 +221,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rpmd: collecting only\n");
 	}
 	if (!foreground) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "rpmd: fork: %s\n", strerror(errno));
+		int status;
+		int r = heritage_daemon_detach("rpmd", NULL, &status);
+		if (r < 0)
 			return 1;
-		}
-		if (pid > 0)
+		if (r > 0)
 			_exit(0); /* the child keeps the lock: same open file */
-		setsid();
 	}
-	char buf[32];
-	int len = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-	if (ftruncate(pfd, 0) != 0 || pwrite(pfd, buf, (size_t)len, 0) != len)
-		fprintf(stderr, "rpmd: cannot write %s\n", pidfile);
+	heritage_daemon_write_pid("rpmd", pfd, pidfile);
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
 	if (page) {

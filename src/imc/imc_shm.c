@@ -1,8 +1,5 @@
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +9,13 @@
 #include <unistd.h>
 
 #include "common/heritage_env.h"
+#include "common/heritage_shm.h"
 #include "imc/imc_catalog.h"
 #include "imc/imc_shm.h"
 
 uint64_t imc_shm_boottime_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return heritage_boottime_ns();
 }
 
 void imc_shm_path(char *buf, size_t len, unsigned chip, uint32_t offset)
@@ -55,24 +51,7 @@ uid_t imc_shm_trusted_uid(void)
 {
 	const char *u = heritage_env("imc", "service_user");
 	const char *name = u && *u ? u : IMC_SHM_DEFAULT_USER;
-	if (isdigit((unsigned char)*name)) {
-		char *end;
-		unsigned long v = strtoul(name, &end, 10);
-		return *end ? (uid_t)-1 : (uid_t)v;
-	}
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
-		return (uid_t)-1;
-	return res->pw_uid;
-}
-
-static int pid_alive(int32_t pid)
-{
-	int saved = errno;
-	int alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-	errno = saved;
-	return alive;
+	return heritage_uid_of(name);
 }
 
 int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns)
@@ -87,19 +66,15 @@ int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns)
 	uint64_t limit = period < UINT64_MAX / IMC_SHM_STALE_PERIODS ? period * IMC_SHM_STALE_PERIODS : UINT64_MAX;
 	if (limit < IMC_SHM_STALE_MIN_NS)
 		limit = IMC_SHM_STALE_MIN_NS;
-	return age > limit && !pid_alive(h->pid);
+	return age > limit && !heritage_pid_alive(h->pid);
 }
 
 int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size, uint64_t hash, uint8_t **mem,
                 char *why, size_t len)
 {
-	/* O_NOFOLLOW, O_NONBLOCK: no symlink or FIFO planted under the name. */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, len, "%s: %s", path, e == ENOENT ? "no such object (imcd is not running)" : strerror(e));
-		return -e;
-	}
+	int fd = heritage_shm_open_reader(path, "imcd", why, len);
+	if (fd < 0)
+		return fd;
 	struct stat st;
 	uid_t trusted = imc_shm_trusted_uid();
 	size_t total = (size_t)size + IMC_SHM_HEADER;
@@ -143,7 +118,7 @@ int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size,
 	} else if (imc_shm_stale(h, imc_shm_boottime_ns())) {
 		err = -ESTALE;
 		snprintf(why, len, "%s: stale: imcd (pid %d) %s and has not updated it for %.1f s", path, (int)h->pid,
-		         pid_alive(h->pid) ? "is alive (stopped or hung?)" : "is gone",
+		         heritage_pid_alive(h->pid) ? "is alive (stopped or hung?)" : "is gone",
 		         (double)(imc_shm_boottime_ns() - h->heartbeat_ns) / 1e9);
 	}
 	if (err) {
@@ -163,54 +138,35 @@ int imc_shm_create(const char *path, unsigned chip, uint32_t offset, uint32_t si
 	if (imc_shm_map(path, chip, offset, size, hash, &other, reason, sizeof reason) == 0) {
 		int32_t pid = imc_shm_header(other, size)->pid;
 		munmap(other, total);
-		if (pid != getpid() && pid_alive(pid)) {
+		/* Another live daemon's object under the name is its, not ours to take. */
+		if (heritage_shm_taken(pid)) {
 			snprintf(why, len, "%s: imcd pid %d publishes there already", path, (int)pid);
 			return -EBUSY;
 		}
 	}
-	char tmp[600];
-	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, len, "%s: %s", tmp, strerror(e));
-		return -e;
-	}
-	struct stat st;
-	void *m = MAP_FAILED;
-	int e = 0;
-	if (fchmod(fd, 0644) != 0 || ftruncate(fd, (off_t)total) != 0 || fstat(fd, &st) != 0)
-		e = errno;
-	else if ((m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
-		e = errno;
-	close(fd);
-	if (e) {
-		unlink(tmp);
-		snprintf(why, len, "%s: %s", tmp, strerror(e));
-		return -e;
-	}
-	struct imc_shm_header *h = imc_shm_header(m, size);
+	/* Published as heritage_shm_prepare says: under a private name, 0644 (the
+	 * control block is root's to write, imc_shm.h). */
+	struct heritage_shm_new n;
+	int e = heritage_shm_prepare(path, total, 0644, &n, why, len);
+	if (e)
+		return e;
+	struct imc_shm_header *h = imc_shm_header(n.mem, size);
 	*h = (struct imc_shm_header){ .magic = IMC_SHM_MAGIC, .version = IMC_SHM_VERSION, .chip = chip, .offset = offset,
 	                              .size = size, .cb_offset = cb_offset, .pid = (int32_t)getpid(),
 	                              .uid = (uint32_t)geteuid(), .catalog_hash = hash,
 	                              .started_ns = imc_shm_boottime_ns(), .heartbeat_ns = imc_shm_boottime_ns(),
 	                              .period_ns = period_ns };
-	if (rename(tmp, path) != 0) {
-		e = errno;
-		unlink(tmp);
-		munmap(m, total);
-		snprintf(why, len, "rename %s to %s: %s%s", tmp, path, strerror(e),
+	if ((e = -heritage_shm_install(path, &n)) != 0) {
+		snprintf(why, len, "rename %s to %s: %s%s", n.tmp, path, strerror(e),
 		         e == EPERM || e == EACCES ? " (another account's object: remove it as root)" : "");
 		return -e;
 	}
-	*mem = m;
-	*ino = st.st_ino;
+	*mem = n.mem;
+	*ino = n.ino;
 	return 0;
 }
 
 void imc_shm_remove(const char *path, ino_t ino)
 {
-	struct stat st;
-	if (lstat(path, &st) == 0 && st.st_ino == ino)
-		unlink(path);
+	heritage_shm_remove(path, ino);
 }

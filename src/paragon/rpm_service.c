@@ -1,9 +1,6 @@
-#include <ctype.h>
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +10,9 @@
 #include <unistd.h>
 
 #include "common/heritage_env.h"
+#include "common/heritage_shm.h"
 #include "paragon/rpm_service.h"
 #include "paragon/rpm_shared.h"
-
-static uint64_t boottime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the page as data ------------------------------------------------------ */
 
@@ -95,7 +86,7 @@ int rpm_service_read_cpu(const struct rpm_service_page *p, unsigned idx, uint64_
 			__builtin_ia32_pause();
 			continue;
 		}
-		uint64_t now = boottime_ns();
+		uint64_t now = heritage_boottime_ns();
 		if (!t0)
 			t0 = now;
 		/* A daemon killed inside a publication leaves the sequence odd:
@@ -125,14 +116,6 @@ int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t n
 	return !daemon_alive && age > intervals_or(interval_ns, RPM_SERVICE_STALE_INTERVALS, RPM_SERVICE_STALE_MIN_NS);
 }
 
-static int pid_alive(int32_t pid)
-{
-	int saved = errno;
-	int alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-	errno = saved;
-	return alive;
-}
-
 int rpm_service_stale(const struct rpm_service_page *p, uint64_t heartbeat_ns, uint64_t now_ns)
 {
 	/* Asked only when the answer could change the verdict: one system call
@@ -140,7 +123,7 @@ int rpm_service_stale(const struct rpm_service_page *p, uint64_t heartbeat_ns, u
 	if (!rpm_service_stale_at(p->interval_ns, heartbeat_ns, now_ns, 0))
 		return 0;
 	return rpm_service_stale_at(p->interval_ns, heartbeat_ns, now_ns,
-	                            pid_alive(__atomic_load_n(&p->pid, __ATOMIC_RELAXED)));
+	                            heritage_pid_alive(__atomic_load_n(&p->pid, __ATOMIC_RELAXED)));
 }
 
 int rpm_service_find_cpu(const struct rpm_service_page *p, unsigned os)
@@ -199,38 +182,19 @@ void rpm_service_path(char *buf, size_t len)
 	snprintf(buf, len, "/dev/shm/%s-service", rpm_shared_name());
 }
 
-static uid_t uid_of(const char *name)
-{
-	char *end;
-	if (isdigit((unsigned char)*name)) {
-		unsigned long u = strtoul(name, &end, 10);
-		return *end || u >= (unsigned long)(uid_t)-1 ? (uid_t)-1 : (uid_t)u;
-	}
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
-		return (uid_t)-1;
-	return res->pw_uid;
-}
-
 uid_t rpm_service_trusted_uid(void)
 {
 	const char *u = heritage_env("PARAGON_RPM", "SERVICE_USER");
-	return uid_of(u && *u ? u : RPM_SERVICE_DEFAULT_USER);
+	return heritage_uid_of(u && *u ? u : RPM_SERVICE_DEFAULT_USER);
 }
 
 int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_service_page **page, char *why,
                     size_t len)
 {
 	char reason[512];
-	/* O_NONBLOCK: a FIFO planted under the name must not hang the reader;
-	 * O_NOFOLLOW: nor may a symlink lead it elsewhere. */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, len, "%s: %s", path, e == ENOENT ? "no such object (rpmd is not running)" : strerror(e));
-		return -e;
-	}
+	int fd = heritage_shm_open_reader(path, "rpmd", why, len);
+	if (fd < 0)
+		return fd;
 	struct stat st;
 	int err = 0;
 	if (fstat(fd, &st) != 0) {
@@ -253,13 +217,13 @@ int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_servic
 	}
 	const struct rpm_service_page *p = m;
 	err = rpm_service_check(&st, trusted_uid, p, reason, sizeof reason);
-	uint64_t hb = 0, counts[RPM_PERF_NCOUNTS], now = boottime_ns();
+	uint64_t hb = 0, counts[RPM_PERF_NCOUNTS], now = heritage_boottime_ns();
 	int torn = !err && rpm_service_read_cpu(p, 0, counts, &hb) != 0;
 	if (torn) /* killed or stopped inside a publication: its heartbeat says which */
 		hb = __atomic_load_n(&p->heartbeat_ns, __ATOMIC_RELAXED);
 	if (!err && rpm_service_stale(p, hb, now)) {
 		snprintf(reason, sizeof reason, "stale: rpmd (pid %d) %s and last published %.1f s ago (it publishes every %.3f s)",
-		         (int)p->pid, pid_alive(p->pid) ? "is alive (stopped or hung?)" : "is gone",
+		         (int)p->pid, heritage_pid_alive(p->pid) ? "is alive (stopped or hung?)" : "is gone",
 		         hb <= now ? (double)(now - hb) / 1e9 : -1.0, (double)p->interval_ns / 1e9);
 		err = -ESTALE;
 	} else if (torn) {
@@ -285,60 +249,35 @@ int rpm_service_create(const char *path, unsigned ncpus, const unsigned *os, uin
 	if (rpm_service_map(path, geteuid(), &other, reason, sizeof reason) == 0) {
 		int32_t pid = other->pid;
 		munmap((void *)other, sizeof *other);
-		if (pid != getpid() && pid_alive(pid)) {
+		if (heritage_shm_taken(pid)) {
 			snprintf(why_out, len, "%s: rpmd pid %d publishes there already", path, (int)pid);
 			return -EBUSY;
 		}
 	}
-	/* Filled under a private name, then renamed: a reader never opens a
-	 * half-written page, and a stale one is replaced in one step.  A random
-	 * name (O_EXCL), which nobody can have planted in /dev/shm beforehand. */
-	char tmp[600];
-	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why_out, len, "%s: %s", tmp, strerror(e));
-		return -e;
-	}
-	struct stat st;
-	void *m = MAP_FAILED;
-	int e = 0;
-	/* fchmod: the umask may have taken the read bits others need. */
-	if (fchmod(fd, 0444) != 0 || ftruncate(fd, sizeof(struct rpm_service_page)) != 0 || fstat(fd, &st) != 0)
-		e = errno;
-	else if ((m = mmap(NULL, sizeof(struct rpm_service_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
-		e = errno;
-	close(fd);
-	if (e) {
-		unlink(tmp);
-		snprintf(why_out, len, "%s: %s", tmp, strerror(e));
-		return -e;
-	}
-	rpm_service_init(m, ncpus, os, interval_ns, now_ns, (int32_t)getpid(), (uint32_t)geteuid(), err, why);
-	if (rename(tmp, path) != 0) {
-		e = errno;
+	/* Published as heritage_shm_prepare says: under a private name, 0444. */
+	struct heritage_shm_new n;
+	int e = heritage_shm_prepare(path, sizeof(struct rpm_service_page), 0444, &n, why_out, len);
+	if (e)
+		return e;
+	rpm_service_init(n.mem, ncpus, os, interval_ns, now_ns, (int32_t)getpid(), (uint32_t)geteuid(), err, why);
+	if ((e = -heritage_shm_install(path, &n)) != 0) {
 		struct stat old;
 		int owner = lstat(path, &old) == 0 ? (int)old.st_uid : -1;
-		unlink(tmp);
-		munmap(m, sizeof(struct rpm_service_page));
 		if (e == EPERM || e == EACCES)
 			snprintf(why_out, len,
 			         "%s is owned by uid %d, and /dev/shm's sticky bit lets only its owner or root replace it: "
 			         "remove it as root, or run rpmd as root (with only CAP_PERFMON: rpmd(8))",
 			         path, owner);
 		else
-			snprintf(why_out, len, "rename %s to %s: %s", tmp, path, strerror(e));
+			snprintf(why_out, len, "rename %s to %s: %s", n.tmp, path, strerror(e));
 		return e == EPERM || e == EACCES ? -EEXIST : -e;
 	}
-	*page = m;
-	*ino = st.st_ino;
+	*page = n.mem;
+	*ino = n.ino;
 	return 0;
 }
 
 void rpm_service_remove(const char *path, ino_t ino)
 {
-	struct stat st;
-	if (lstat(path, &st) == 0 && st.st_ino == ino)
-		unlink(path);
+	heritage_shm_remove(path, ino);
 }
