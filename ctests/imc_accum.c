@@ -209,7 +209,7 @@ static void two_processes(const char *imcd)
 {
 	char pidfile[512];
 	const char *tmp = getenv("TMPDIR");
-	snprintf(pidfile, sizeof pidfile, "%s/imc_accum-imcd-%d.pid", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	snprintf(pidfile, sizeof pidfile, "%s/imc_accum-imcd-%d.pid", tmp && *tmp ? tmp : P_tmpdir, (int)getpid());
 	pid_t d = start_imcd(imcd, pidfile);
 	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
 	if (d <= 0)
