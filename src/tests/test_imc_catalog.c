@@ -329,11 +329,23 @@ struct csv {
 	unsigned rows, cols;
 };
 
+/* ../shared beside the source tree: from $srcdir, or, where the test runs
+ * in a link farm of the build tree (make check-unprivileged: srcdir is the
+ * farm), from the build tree make check names ($abs_top_builddir). */
 static const char *facts_dir(void)
 {
 	static char dir[4096];
-	const char *s = getenv("srcdir");
-	snprintf(dir, sizeof dir, "%s/../shared/data/imc", s && *s ? s : ".");
+	const char *roots[] = { getenv("srcdir"), getenv("abs_top_builddir"), "." };
+	for (unsigned i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+		if (!roots[i] || !*roots[i])
+			continue;
+		snprintf(dir, sizeof dir, "%s/../shared/data/imc/power9-units.csv", roots[i]);
+		if (access(dir, R_OK) == 0)
+			break;
+	}
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
 	return dir;
 }
 
