@@ -1,7 +1,8 @@
 /*
- * imc: POWER9 In-Memory Collection counters (skeleton).  The events are
- * src/imc/imc_events.c, the set src/imc/imc_set.c; this file is the
- * papi_vector_t glue.  See imc(3).
+ * imc: POWER9 In-Memory Collection counters.  The catalog and its events
+ * are src/imc/imc_catalog.c and imc_events.c, the set (engine pages, the
+ * kernel's PMUs through perf, trace records) src/imc/imc_set.c; this file
+ * is the papi_vector_t glue.  See imc(3).
  */
 #include <stdio.h>
 #include <string.h>
