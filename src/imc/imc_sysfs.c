@@ -478,25 +478,49 @@ static void pmu_free(struct imc_sysfs_pmu *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* <p->dir>/<sub>'s entries, sorted: 0 with *dir and its names (the
+ * caller frees both), 1 when there is no such directory (*dir NULL), or
+ * the error with its message. */
+static int list_sub(const struct imc_sysfs_pmu *p, const char *sub, char **dir, char ***names, unsigned *n)
+{
+	int err;
+	*names = NULL;
+	*n = 0;
+	if (!(*dir = join(p->dir, sub)))
+		return nomem();
+	if (!is_dir(*dir)) {
+		free(*dir);
+		*dir = NULL;
+		return 1;
+	}
+	if ((err = list_dir(*dir, names, n)) != 0) {
+		err = err == -ENOMEM ? nomem() : heritage_fail(-EINVAL, "imc: %s: %s", *dir, strerror(-err));
+		free(*dir);
+		*dir = NULL;
+	}
+	return err;
+}
+
+/* An attribute the listing named: one that cannot be opened now is a
+ * malformed tree, not an absent one. */
+static int read_listed(const char *path, char *buf)
+{
+	int err = read_attr(path, buf, ATTR_MAX);
+	return err == -ENOENT ? heritage_fail(-EINVAL, "imc: %s: listed but cannot be opened", path) : err;
+}
+
 static int load_formats(struct imc_sysfs_pmu *p, char *buf)
 {
-	char *dir = join(p->dir, "format");
-	char **names = NULL;
-	unsigned n = 0;
-	int err;
+	char *dir;
+	char **names;
+	unsigned n;
+	int err = list_sub(p, "format", &dir, &names, &n);
 
-	if (!dir)
-		return nomem();
-	if (!is_dir(dir)) {
-		err = heritage_fail(-EINVAL, "imc: %s: missing: an IMC PMU has format/event (config:0-61)", dir);
-		free(dir);
+	if (err == 1)
+		return heritage_fail(-EINVAL, "imc: %s/format: missing: an IMC PMU has format/event (config:0-61)",
+		                     p->dir);
+	if (err)
 		return err;
-	}
-	if ((err = list_dir(dir, &names, &n)) != 0) {
-		err = err == -ENOMEM ? nomem() : heritage_fail(-EINVAL, "imc: %s: %s", dir, strerror(-err));
-		free(dir);
-		return err;
-	}
 	if (!(p->formats = calloc(n ? n : 1, sizeof *p->formats))) {
 		err = nomem();
 		goto out;
@@ -508,9 +532,7 @@ static int load_formats(struct imc_sysfs_pmu *p, char *buf)
 			goto out;
 		}
 		struct imc_sysfs_format *f = &p->formats[p->nformats];
-		err = read_attr(path, buf, ATTR_MAX);
-		if (err == -ENOENT)
-			err = heritage_fail(-EINVAL, "imc: %s: listed but cannot be opened", path);
+		err = read_listed(path, buf);
 		if (!err)
 			err = imc_sysfs_parse_format(buf, path, &f->word, &f->mask);
 		free(path);
@@ -549,24 +571,17 @@ static int attr_suffix(const char *name, size_t *base_len)
 
 static int load_events(struct imc_sysfs_pmu *p, char *buf)
 {
-	char *dir = join(p->dir, "events");
-	char **names = NULL;
-	unsigned n = 0;
-	int err;
+	char *dir;
+	char **names;
+	unsigned n;
+	int err = list_sub(p, "events", &dir, &names, &n);
 
-	if (!dir)
-		return nomem();
-	if (!is_dir(dir)) {
-		/* update_events_in_group() adds no events group for a unit
-		 * whose catalog node has none: a PMU with no events. */
-		free(dir);
+	/* update_events_in_group() adds no events group for a unit whose
+	 * catalog node has none: a PMU with no events. */
+	if (err == 1)
 		return 0;
-	}
-	if ((err = list_dir(dir, &names, &n)) != 0) {
-		err = err == -ENOMEM ? nomem() : heritage_fail(-EINVAL, "imc: %s: %s", dir, strerror(-err));
-		free(dir);
+	if (err)
 		return err;
-	}
 	if (!(p->events = calloc(n ? n : 1, sizeof *p->events))) {
 		err = nomem();
 		goto out;
@@ -583,9 +598,7 @@ static int load_events(struct imc_sysfs_pmu *p, char *buf)
 			goto out;
 		}
 		struct imc_sysfs_event *e = &p->events[p->nevents];
-		err = read_attr(path, buf, ATTR_MAX);
-		if (err == -ENOENT)
-			err = heritage_fail(-EINVAL, "imc: %s: listed but cannot be opened", path);
+		err = read_listed(path, buf);
 		if (!err)
 			err = imc_sysfs_build_config(p, buf, path, e->config);
 		free(path);
@@ -613,10 +626,8 @@ static int load_events(struct imc_sysfs_pmu *p, char *buf)
 		for (unsigned k = 0; k < p->nevents; k++)
 			if (strlen(p->events[k].name) == bl && !strncmp(p->events[k].name, names[i], bl))
 				e = &p->events[k];
-		err = read_attr(path, buf, ATTR_MAX);
-		if (err == -ENOENT)
-			err = heritage_fail(-EINVAL, "imc: %s: listed but cannot be opened", path);
-		else if (!err && !e)
+		err = read_listed(path, buf);
+		if (!err && !e)
 			err = heritage_fail(-EINVAL, "imc: %s: %s of no event (no file %.*s beside it)", path,
 			                    kind == 0 ? "a scale" : "a unit", (int)bl, names[i]);
 		else if (!err && kind == 0) {
