@@ -18,8 +18,6 @@
 
 #define BATCHES 9
 
-static volatile double sink;
-
 static int make_set(const char *name)
 {
 	int set = PAPI_NULL;
@@ -32,25 +30,6 @@ static int make_set(const char *name)
 		return -1;
 	}
 	return set;
-}
-
-static double per_call_read(int set, long n)
-{
-	long long v[1];
-	if (PAPI_start(set) != PAPI_OK) {
-		fprintf(stderr, "PAPI_start: %s\n", papi_heritage_last_error());
-		exit(1);
-	}
-	double t0 = bench_now();
-	for (long i = 0; i < n; i++)
-		if (PAPI_read(set, v) != PAPI_OK) {
-			fprintf(stderr, "PAPI_read failed\n");
-			exit(1);
-		}
-	double t = (bench_now() - t0) * 1e9 / (double)n;
-	PAPI_stop(set, v);
-	sink = (double)v[0];
-	return t;
 }
 
 static void read_costs(void)
@@ -67,8 +46,8 @@ static void read_costs(void)
 			continue;
 		double r[BATCHES], p[BATCHES];
 		for (int b = 0; b < BATCHES; b++) {
-			r[b] = per_call_read(set, 200000);
-			p[b] = per_call_read(peer, 20000);
+			r[b] = bench_papi_read_ns(set, 200000);
+			p[b] = bench_papi_read_ns(peer, 20000);
 		}
 		double mr = bench_median(r, BATCHES), mp = bench_median(p, BATCHES);
 		printf("PAPI_read %-42s %8.1f ns\n", imc_names[k], mr);

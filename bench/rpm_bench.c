@@ -47,27 +47,6 @@ static double per_call_clock(long n)
 	return (bench_now() - t0) * 1e9 / (double)n;
 }
 
-static double per_call_read(int set, long n)
-{
-	long long v[4];
-	/* Only one paragon_rpm set can run at a time: each batch starts its own. */
-	int rc = PAPI_start(set);
-	if (rc != PAPI_OK) {
-		fprintf(stderr, "PAPI_start: %s\n", PAPI_strerror(rc));
-		exit(1);
-	}
-	double t0 = bench_now();
-	for (long i = 0; i < n; i++)
-		if (PAPI_read(set, v) != PAPI_OK) {
-			fprintf(stderr, "PAPI_read failed\n");
-			exit(1);
-		}
-	double t = (bench_now() - t0) * 1e9 / (double)n;
-	PAPI_stop(set, v);
-	sink = (double)v[0];
-	return t;
-}
-
 static int make_set(const char *const *names, int n)
 {
 	int set = PAPI_NULL;
@@ -102,9 +81,9 @@ int main(void)
 		load[b] = per_call_load(2000);
 		dcl[b] = per_call_dclock(200000);
 		clk[b] = per_call_clock(200000);
-		rt[b] = per_call_read(set_t, 200000);
-		soft[b] = per_call_read(set_s, 20000);
-		perf[b] = per_call_read(set_p, 20000);
+		rt[b] = bench_papi_read_ns(set_t, 200000);
+		soft[b] = bench_papi_read_ns(set_s, 20000);
+		perf[b] = bench_papi_read_ns(set_p, 20000);
 	}
 	double ml = bench_median(load, BATCHES), md = bench_median(dcl, BATCHES), mc = bench_median(clk, BATCHES);
 	double mt = bench_median(rt, BATCHES), ms = bench_median(soft, BATCHES), mp = bench_median(perf, BATCHES);
