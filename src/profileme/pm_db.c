@@ -1,0 +1,2 @@
+/* Placeholder until the database lands. */
+#include "profileme/pm_db.h"
