@@ -4,9 +4,15 @@
  *
  * A database is a directory (-db DIR or DCPIDB).  Each run writes one epoch
  * subdirectory, <DB>/<epoch>/, epoch = yyyymmddhhmmss (UTC) of the run's
- * start; the tools read the latest epoch unless told otherwise.  In it, one
- * text file per image that has samples, <basename>_<image-id>, in the shape
- * of DCPI's dcpicat output:
+ * start, with -1, -2... appended when a run of the same second took the name
+ * (so names still sort in time order); the tools read the latest epoch unless
+ * told otherwise.  An epoch appears whole: the writer fills a hidden
+ * <DB>/.<epoch>.<pid>.tmp/ and renames it (readers skip names starting with
+ * '.').  In it, one text file per image that has samples,
+ * <basename>_<image-id> for a file, or the pseudo-image's name for code with
+ * no file: [vdso], [anon] (anonymous executable memory: JIT code), [unknown]
+ * (a PC in no executable mapping when the run ended), or another bracketed
+ * name of the maps.  Each file is in the shape of DCPI's dcpicat output:
  *
  *   name        a.out
  *   image       20261125124101+0001f3a8        the file's mtime (UTC) + its size, hex
@@ -24,6 +30,13 @@
  *   0x1135 40 0
  *   0x1139 772 3104
  *
+ * image is `-` for a pseudo-image; text_start/text_size are the span of the
+ * file's executable PT_LOAD segments (ELF vaddrs), or of the rows when the
+ * image is no ELF file we could read.  platform is `uname -m`, /proc/cpuinfo's
+ * model name and its family and model; fields the backend's fields in field
+ * order; period the sampling period and its unit (ns of thread CPU time,
+ * ops: dispatched ops).
+ *
  * `event <total> <value>:<period>:<n>` lines name the columns.  A sample
  * *class* is the set of every field that was known in a sample with its
  * value (a sample set, pm_sampleset.h, written canonically); a column is a
@@ -32,7 +45,11 @@
  * image; n is the number of samples behind it.  Then one line per PC
  * (`0x<vaddr>`: the ELF virtual address in the image file, so symbols and
  * source lines are looked up in the file as it is on disk) with one number
- * per column in event order; PCs with no sample are not written.
+ * per column in event order; PCs with no sample are not written.  Columns
+ * come class by class, the class with the most samples first, each followed
+ * by its class:counter columns, for the counters some of its samples defined
+ * (none for a backend that defines none).  For [vdso] the PC's offset in the
+ * mapping (the vDSO is linked at 0), for other pseudo-images the PC itself.
  *
  * A query value (any sample set) is answered from the classes: a class's
  * samples all belong to a set when every constraint of the set is one of the
@@ -98,5 +115,10 @@ void pm_db_writer_add(struct pm_db_writer *w, const struct pm_sample *s);
 /* Attribute PCs to images through the maps of pid (0: this process), write
  * one file per image, free w.  0 or -errno with why. */
 int pm_db_writer_close(struct pm_db_writer *w, int pid, char *why, size_t len);
+/* The same, giving the epoch directory written (<db>/<epoch>) in dir. */
+int pm_db_writer_finish(struct pm_db_writer *w, int pid, char *dir, size_t dlen, char *why, size_t len);
+/* Drop w and its hidden directory, writing nothing (a forked child's copy,
+ * a run that failed). */
+void pm_db_writer_discard(struct pm_db_writer *w);
 
 #endif
