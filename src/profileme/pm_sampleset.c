@@ -293,8 +293,7 @@ int pm_value_check(const struct pm_value *v, uint32_t fields, const char *backen
 	if (!missing)
 		return 0;
 	int f = __builtin_ctz(missing);
-	snprintf(why, len, "%s is not observed by the %s backend, so no sample could answer it (%s)", pm_fields[f].name,
-	         backend, pm_fields[f].kind == PM_KIND_COUNTER ? "a counter it does not measure"
-	                                                       : "a bit it does not see: unknown, not 0");
+	snprintf(why, len, "%s is not observed by the %s backend (%s there, not 0)", pm_fields[f].name, backend,
+	         pm_fields[f].kind == PM_KIND_COUNTER ? "a counter it does not measure" : "unknown");
 	return -ENOTSUP;
 }
