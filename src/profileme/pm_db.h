@@ -7,7 +7,7 @@
  * start, with -1, -2... appended when a run of the same second took the name
  * (so names still sort in time order); the tools read the latest epoch unless
  * told otherwise.  An epoch appears whole: the writer fills a hidden
- * <DB>/.<epoch>.<pid>.tmp/ and renames it (readers skip names starting with
+ * <DB>/.<epoch>.<pid>.tmpXXXXXX/ and renames it (readers skip names starting with
  * '.').  In it, one text file per image that has samples,
  * <basename>_<image-id> for a file, or the pseudo-image's name for code with
  * no file: [vdso], [anon] (anonymous executable memory: JIT code), [unknown]

@@ -9,7 +9,7 @@
  * to [unknown]).
  *
  * The epoch appears whole or not at all: the files are written into a hidden
- * <db>/.<epoch>.<pid>.tmp/ made at open (so an unwritable DB is refused
+ * <db>/.<epoch>.<pid>.tmpXXXXXX/ made at open (so an unwritable DB is refused
  * before the run, not after it), and renamed onto <db>/<epoch> at close.
  */
 #include "profileme/pm_db.h"
@@ -148,16 +148,22 @@ int pm_db_writer_open(struct pm_db_writer **out, const char *db, const char *bac
 		snprintf(why, len, "profileme: cannot create the database directory %s: %s", db, strerror(-err));
 		goto fail;
 	}
-	if (asprintf(&w->tmpdir, "%s/.%s.%ld.tmp", db, w->epoch, (long)getpid()) < 0) {
+	/* The pid names the run's leftovers (profileme-run removes them when
+	 * the program is killed); XXXXXX, the writers of one process. */
+	if (asprintf(&w->tmpdir, "%s/.%s.%ld.tmpXXXXXX", db, w->epoch, (long)getpid()) < 0) {
 		w->tmpdir = NULL;
 		snprintf(why, len, "profileme: out of memory opening the database %s", db);
 		goto fail_nomem;
 	}
-	if (mkdir(w->tmpdir, 0777)) {
+	if (!mkdtemp(w->tmpdir)) {
 		err = -errno;
 		snprintf(why, len, "profileme: cannot write in the database directory %s: %s", db, strerror(errno));
 		goto fail;
 	}
+	/* mkdtemp made it 0700: the epoch is as readable as a mkdir'ed one. */
+	mode_t um = umask(022);
+	umask(um);
+	chmod(w->tmpdir, 0777 & ~um);
 	if ((err = agg_grow(w))) {
 		rmdir(w->tmpdir);
 		snprintf(why, len, "profileme: out of memory opening the database %s", db);
