@@ -1,0 +1,109 @@
+/*
+ * A stand-in for the soft backend, for testing profileme-run's plumbing
+ * (threads, drains, fork, the database) before and beside the real one: it
+ * defines pm_soft_ops, so a program linking this object before
+ * libheritage.a takes it instead of src/profileme/pm_soft.c.  Linked only
+ * into tests/pmfake/profileme-run and tests/pmfake/libprofileme-collect.so.
+ *
+ * Each started thread gets a CPU-time timer (timer_create on
+ * CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID) that sends SIGPROF every period
+ * ns of the thread's CPU time; the handler records the interrupted PC as a
+ * sample known only as retired^notrap (what a timer can honestly say: the
+ * next instruction to retire, and no trap field but notrap observed).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "profileme/pm_collect.h"
+
+struct fake {
+	struct pm_ring ring;
+	timer_t timer;
+};
+
+static __thread struct fake *fake_self;
+
+static void on_prof(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	struct fake *f = fake_self;
+	if (!f)
+		return;
+	struct pm_sample s = { 0 };
+	s.pc = (uint64_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	s.tid = (uint32_t)syscall(SYS_gettid);
+	s.known = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_NOTRAP);
+	s.value = s.known;
+	pm_ring_push(&f->ring, &s);
+}
+
+static int fake_start(struct pm_thread *t, char *why, size_t len)
+{
+	static struct fake pool[256];
+	static int used;
+	int i = __atomic_fetch_add(&used, 1, __ATOMIC_RELAXED);
+	if (i >= (int)(sizeof pool / sizeof pool[0])) {
+		snprintf(why, len, "fake soft backend: more than 256 threads");
+		return -EAGAIN;
+	}
+	struct fake *f = &pool[i];
+	int err = pm_ring_init(&f->ring, 1 << 14);
+	if (err) {
+		snprintf(why, len, "fake soft backend: ring: %s", strerror(-err));
+		return err;
+	}
+	struct sigaction sa = { .sa_sigaction = on_prof, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGPROF };
+	ev._sigev_un._tid = t->tid;
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &f->timer)) {
+		err = -errno;
+		snprintf(why, len, "fake soft backend: timer_create: %s", strerror(errno));
+		pm_ring_free(&f->ring);
+		return err;
+	}
+	fake_self = f;
+	struct itimerspec it = { .it_interval = { (time_t)(t->period / 1000000000), (long)(t->period % 1000000000) } };
+	it.it_value = it.it_interval;
+	timer_settime(f->timer, 0, &it, NULL);
+	t->priv = f;
+	return 0;
+}
+
+static long fake_drain(struct pm_thread *t, pm_sample_fn fn, void *arg)
+{
+	struct fake *f = t->priv;
+	struct pm_sample s;
+	long n = 0;
+	while (pm_ring_pop(&f->ring, &s)) {
+		fn(arg, &s);
+		n++;
+	}
+	t->lost = f->ring.lost;
+	return n;
+}
+
+static void fake_stop(struct pm_thread *t)
+{
+	struct fake *f = t->priv;
+	timer_delete(f->timer);
+	fake_self = NULL;
+}
+
+const struct pm_backend_ops pm_soft_ops = {
+	.fields = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_NOTRAP),
+	.unit = "ns",
+	.default_period = 1000000,
+	.min_period = 100000,
+	.start = fake_start,
+	.drain = fake_drain,
+	.stop = fake_stop,
+};

@@ -1,0 +1,99 @@
+/*
+ * The program profileme-run's tests profile: known CPU time in known
+ * functions, on the main thread and on a second one, then it prints its own
+ * CPU time (ns, CLOCK_PROCESS_CPUTIME_ID) and the ELF vaddrs of its two spin
+ * functions (from dl_iterate_phdr's bias), for the test to compare with the
+ * database.
+ *
+ *   pm_spin run      300 ms in spin_main (main thread), 100 ms in spin_thread (a thread)
+ *   pm_spin fork     the same, and a forked child spins 200 ms in spin_child
+ *   pm_spin exit N   100 ms in spin_main, then exit(N)
+ *   pm_spin kill     100 ms in spin_main, then SIGKILL to itself
+ */
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t cpu_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+/* Spin until the calling thread has used ms more of CPU. */
+#define SPIN_FN(name)                                                              \
+	__attribute__((noinline)) void name(unsigned ms)                           \
+	{                                                                          \
+		uint64_t end = cpu_ns(CLOCK_THREAD_CPUTIME_ID) + ms * 1000000ull;  \
+		uint64_t x = 1;                                                    \
+		for (;;) {                                                         \
+			for (int i = 0; i < 20000; i++)                            \
+				x = x * 6364136223846793005ull + 1442695040888963407ull; \
+			sink = x;                                                  \
+			if (cpu_ns(CLOCK_THREAD_CPUTIME_ID) >= end)                \
+				break;                                             \
+		}                                                                  \
+	}
+SPIN_FN(spin_main)
+SPIN_FN(spin_thread)
+SPIN_FN(spin_child)
+
+static void *thread(void *arg)
+{
+	(void)arg;
+	spin_thread(100);
+	return NULL;
+}
+
+static uintptr_t bias;
+static int bias_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	bias = info->dlpi_addr; /* the first object is the program */
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "run";
+	dl_iterate_phdr(bias_cb, NULL);
+	if (!strcmp(mode, "exit")) {
+		spin_main(100);
+		exit(argc > 2 ? atoi(argv[2]) : 0);
+	}
+	if (!strcmp(mode, "kill")) {
+		spin_main(100);
+		kill(getpid(), SIGKILL);
+	}
+	pid_t child = -1;
+	if (!strcmp(mode, "fork")) {
+		child = fork();
+		if (child == 0) {
+			spin_child(200);
+			exit(0);
+		}
+	}
+	pthread_t t;
+	if (pthread_create(&t, NULL, thread, NULL))
+		return 2;
+	spin_main(300);
+	pthread_join(t, NULL);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	printf("cpu_ns %llu\n", (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID));
+	printf("spin_main 0x%llx\n", (unsigned long long)((uintptr_t)spin_main - bias));
+	printf("spin_thread 0x%llx\n", (unsigned long long)((uintptr_t)spin_thread - bias));
+	printf("spin_child 0x%llx\n", (unsigned long long)((uintptr_t)spin_child - bias));
+	return 0;
+}
