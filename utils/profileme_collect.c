@@ -9,8 +9,9 @@
  * the writer every 50 ms, so a backend's ring of a few thousand samples is
  * never outrun (1 ms period: 50 per thread per drain).  At exit (our ELF
  * destructor, after the program's atexit handlers: a preloaded object is
- * initialised first and finalised last) the exiting thread is stopped, the
- * others drained, and the database written with the maps as they are then.
+ * initialised first and finalised last; or in our _exit, which shells call)
+ * the exiting thread is stopped, the others drained, and the database
+ * written with the maps as they are then.
  *
  * Only the process profileme-run started is profiled
  * (PAPI_HERITAGE_PROFILEME_RUN_PID): a child of fork inherits no sampling
@@ -21,7 +22,8 @@
  * ("ok <samples> <lost> <threads> <dir>" or "error <why>"), not to the
  * program's stderr.
  *
- * Only pthread_create is exported (utils/profileme_collect.map): libheritage
+ * Only pthread_create, _exit and _Exit are exported
+ * (utils/profileme_collect.map): libheritage
  * is linked in hidden, and its own interposers stay out of the program.
  */
 #include <dlfcn.h>
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/heritage_env.h"
@@ -221,7 +224,10 @@ __attribute__((constructor)) static void run_init(void)
 	if (!db || !pid || atol(pid) != (long)getpid())
 		return; /* not the process profileme-run started */
 	run.pid = getpid();
-	if (fd && fcntl(atoi(fd), F_SETFD, FD_CLOEXEC) == 0)
+	/* Kept across exec: a command that execs another program in this
+	 * process (a wrapper's `exec prog`) is profiled as that program, whose
+	 * copy of us reports. */
+	if (fd && fcntl(atoi(fd), F_GETFD) >= 0)
 		run.fd = atoi(fd);
 	run.real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
 	        RTLD_NEXT, "pthread_create");
@@ -302,4 +308,22 @@ __attribute__((destructor)) static void run_fini(void)
 	else
 		report("ok %" PRIu64 " %" PRIu64 " %" PRIu64 " %s", run.samples, run.lost, run.nthreads, dir);
 	(void)running;
+}
+
+/* A program that ends with _exit (shells do: dash's exitshell) runs no
+ * destructor: write the profile here first.  A child of fork or vfork
+ * calling _exit is not the profiled process (pid): it passes straight on. */
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	run_fini();
+	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+	_exit(status);
 }

@@ -42,7 +42,7 @@ struct rd {
 	char ev[16][512];
 	uint64_t evtotal[16];
 	int nev;
-	uint64_t pc[64], v[64][16];
+	uint64_t pc[4096], v[4096][16];
 	int nrows;
 };
 
@@ -229,7 +229,7 @@ START_TEST(classes_totals_and_vaddrs_of_this_program)
 	ck_assert_uint_eq(strspn(ep, "0123456789"), 14);
 
 	ck_assert(realpath("/proc/self/exe", exe));
-	struct rd r;
+	static struct rd r;
 	ck_assert_msg(find_image(dir, exe, &r, name, sizeof name), "no file for %s in %s", exe, dir);
 	/* <basename>_<mtime>+<size> of the file. */
 	struct stat st;
@@ -315,7 +315,7 @@ START_TEST(libraries_vdso_anon_and_unknown)
 	pm_db_writer_add(w, &s);
 	ck_assert_int_eq(pm_db_writer_finish(w, 0, dir, sizeof dir, why, sizeof why), 0);
 
-	struct rd r;
+	static struct rd r;
 	struct obj o = obj_of(libc_pc);
 	char lib[PATH_MAX];
 	ck_assert(realpath(o.name, lib));
@@ -422,6 +422,37 @@ START_TEST(no_samples_empty_epoch)
 }
 END_TEST
 
+/* Many (pc, class) pairs: the table grows and nothing is lost or split. */
+START_TEST(many_pcs_grow_the_table)
+{
+	char *db = mkdb(), why[512], dir[PATH_MAX];
+	struct pm_db_writer *w;
+	uint32_t k = B(RETIRED) | B(NOTRAP);
+	ck_assert_int_eq(pm_db_writer_open(&w, db, "soft", "ns", 1000, k, why, sizeof why), 0);
+	/* 3000 PCs below the first page (never mapped), added in a scrambled
+	 * order, twice each, in two classes alternately. */
+	for (int rep = 0; rep < 2; rep++)
+		for (unsigned i = 0; i < 3000; i++) {
+			unsigned j = (i * 1237) % 3000;
+			struct pm_sample s = smp((void *)(uintptr_t)(0x100 + j), (j & 1) ? k : B(NOTRAP), k, -1);
+			pm_db_writer_add(w, &s);
+		}
+	ck_assert_int_eq(pm_db_writer_finish(w, 0, dir, sizeof dir, why, sizeof why), 0);
+	static struct rd r;
+	ck_assert(find_image(dir, "[unknown]", &r, NULL, 0));
+	ck_assert_int_eq(r.nev, 2);
+	ck_assert_str_eq(r.ev[0], "!retired^notrap:1000:3000");
+	ck_assert_str_eq(r.ev[1], "retired^notrap:1000:3000");
+	ck_assert_int_eq(r.nrows, 3000);
+	for (int i = 0; i < 3000; i++) {
+		ck_assert_uint_eq(r.pc[i], 0x100 + (unsigned)i);
+		ck_assert_uint_eq(r.v[i][0], (i & 1) ? 0 : 2);
+		ck_assert_uint_eq(r.v[i][1], (i & 1) ? 2 : 0);
+	}
+	rm_rf(db);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pm_db_write");
@@ -431,6 +462,7 @@ int main(void)
 	tcase_add_test(tc, same_second_epochs_are_distinct);
 	tcase_add_test(tc, unwritable_db_and_discard);
 	tcase_add_test(tc, no_samples_empty_epoch);
+	tcase_add_test(tc, many_pcs_grow_the_table);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
