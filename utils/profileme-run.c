@@ -155,7 +155,13 @@ int main(int argc, char **argv)
 	char why[512], lib[PATH_MAX];
 	const struct heritage_backend *b;
 	uint64_t per;
-	if (pm_backend_choose(&b, why, sizeof why) || pm_period_for(b, &per, why, sizeof why)) {
+	int err = pm_backend_choose(&b, why, sizeof why);
+	if (err) {
+		/* -EINVAL: a bad setting, not this machine. */
+		fprintf(stderr, "profileme-run: %s%s\n", err == -EINVAL ? "" : "cannot sample here: ", why);
+		return EXIT_OWN;
+	}
+	if (pm_period_for(b, &per, why, sizeof why)) {
 		fprintf(stderr, "profileme-run: %s\n", why);
 		return EXIT_OWN;
 	}
@@ -163,7 +169,8 @@ int main(int argc, char **argv)
 	 * resource, a limit): try it once here, before the command runs. */
 	struct pm_thread t;
 	if (pm_thread_start(&t, b, per, why, sizeof why)) {
-		fprintf(stderr, "profileme-run: the %s backend cannot sample here: %s\n", b->name, why);
+		fprintf(stderr, "profileme-run: cannot sample here: the %s backend refused this thread: %s\n", b->name,
+		        why);
 		return EXIT_OWN;
 	}
 	pm_thread_stop(&t, NULL, NULL);
