@@ -9,6 +9,7 @@
  *   pm_spin fork     the same, and a forked child spins 200 ms in spin_child
  *   pm_spin exit N   100 ms in spin_main, then exit(N)
  *   pm_spin kill     100 ms in spin_main, then SIGKILL to itself
+ *   pm_spin sigexit  100 ms in spin_main, then a SIGUSR1 whose handler calls _exit(5)
  */
 #include <link.h>
 #include <pthread.h>
@@ -48,6 +49,12 @@ SPIN_FN(spin_main)
 SPIN_FN(spin_thread)
 SPIN_FN(spin_child)
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+	_exit(5);
+}
+
 static void *thread(void *arg)
 {
 	(void)arg;
@@ -71,6 +78,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "exit")) {
 		spin_main(100);
 		exit(argc > 2 ? atoi(argv[2]) : 0);
+	}
+	if (!strcmp(mode, "sigexit")) {
+		signal(SIGUSR1, on_usr1);
+		spin_main(100);
+		raise(SIGUSR1);
 	}
 	if (!strcmp(mode, "kill")) {
 		spin_main(100);

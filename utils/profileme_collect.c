@@ -9,9 +9,9 @@
  * the writer every 50 ms, so a backend's ring of a few thousand samples is
  * never outrun (1 ms period: 50 per thread per drain).  At exit (our ELF
  * destructor, after the program's atexit handlers: a preloaded object is
- * initialised first and finalised last; or in our _exit, which shells call)
- * the exiting thread is stopped, the others drained, and the database
- * written with the maps as they are then.
+ * initialised first and finalised last) the exiting thread is stopped, the
+ * others drained, and the database written with the maps as they are then;
+ * on _exit (shells end with it) the collector writes it while _exit waits.
  *
  * Only the process profileme-run started is profiled
  * (PAPI_HERITAGE_PROFILEME_RUN_PID): a child of fork inherits no sampling
@@ -32,6 +32,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,15 +64,13 @@ static struct {
 	uint64_t nthreads, failed, lost, samples;
 	char fail_why[256];               /* the first thread that could not be sampled */
 	pthread_t collector;
-	int collector_on, stopping;
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
+	int collector_on;
+	volatile int stopping, finish_req;
+	sem_t wake, done;
 	int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 } run = {
 	.fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
-	.stop_cond = PTHREAD_COND_INITIALIZER,
 };
 
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -97,10 +96,19 @@ static void report(const char *fmt, ...)
 	(void)r;
 }
 
+/* The writer is taken away (run_fini, under the write lock) before it is
+ * written and freed: a thread ending at the same moment, or one started
+ * too late to be drained, adds under the read lock, or finds it gone and
+ * drops its samples, never touching a freed writer. */
+static pthread_rwlock_t wlock = PTHREAD_RWLOCK_INITIALIZER;
+
 static void add(void *arg, const struct pm_sample *s)
 {
 	(void)arg;
-	pm_db_writer_add(run.w, s);
+	pthread_rwlock_rdlock(&wlock);
+	if (run.w)
+		pm_db_writer_add(run.w, s);
+	pthread_rwlock_unlock(&wlock);
 }
 
 /* Start sampling the calling thread: its record, or NULL. */
@@ -157,11 +165,15 @@ static void drain_all(void)
 	pthread_mutex_unlock(&run.lock);
 }
 
+static void finish(void);
+
+/* Drains every 50 ms; on a finish request (our _exit) writes the profile
+ * itself, so the thread calling _exit, which may be in a signal handler
+ * holding a lock we need, only waits, for a bounded time. */
 static void *collector(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&run.stop_lock);
-	while (!run.stopping) {
+	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 50 * 1000 * 1000;
@@ -169,15 +181,16 @@ static void *collector(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&run.stop_cond, &run.stop_lock, &ts);
+		sem_timedwait(&run.wake, &ts);
+		if (run.finish_req) {
+			finish();
+			sem_post(&run.done);
+			return NULL;
+		}
 		if (run.stopping)
-			break;
-		pthread_mutex_unlock(&run.stop_lock);
+			return NULL;
 		drain_all();
-		pthread_mutex_lock(&run.stop_lock);
 	}
-	pthread_mutex_unlock(&run.stop_lock);
-	return NULL;
 }
 
 struct start {
@@ -263,11 +276,39 @@ __attribute__((constructor)) static void run_init(void)
 		return;
 	}
 	pthread_setspecific(run.key, rt);
+	sem_init(&run.wake, 0, 0);
+	sem_init(&run.done, 0, 0);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	run.collector_on = !run.real_create(&run.collector, NULL, collector, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Drain every thread still listed, take the writer away, write the
+ * profile, report.  Once, on the thread ending the process or on the
+ * collector. */
+static void finish(void)
+{
+	pthread_mutex_lock(&run.lock);
+	for (struct run_thread *rt = run.threads; rt; rt = rt->next) {
+		pm_thread_drain(&rt->t, add, NULL);
+		run.samples += rt->t.samples;
+		run.lost += rt->t.lost;
+	}
+	pthread_mutex_unlock(&run.lock);
+	pthread_rwlock_wrlock(&wlock);
+	struct pm_db_writer *w = run.w;
+	run.w = NULL;
+	pthread_rwlock_unlock(&wlock);
+	char why[512], dir[PATH_MAX];
+	int err = pm_db_writer_finish(w, 0, dir, sizeof dir, why, sizeof why);
+	if (run.failed)
+		report("warn %" PRIu64 " thread(s) not sampled: %s", run.failed, run.fail_why);
+	if (err)
+		report("error %s", why);
+	else
+		report("ok %" PRIu64 " %" PRIu64 " %" PRIu64 " %s", run.samples, run.lost, run.nthreads, dir);
 }
 
 __attribute__((destructor)) static void run_fini(void)
@@ -282,32 +323,12 @@ __attribute__((destructor)) static void run_fini(void)
 		detach(self);
 	}
 	if (run.collector_on) {
-		pthread_mutex_lock(&run.stop_lock);
 		run.stopping = 1;
-		pthread_cond_signal(&run.stop_cond);
-		pthread_mutex_unlock(&run.stop_lock);
+		sem_post(&run.wake);
 		pthread_join(run.collector, NULL);
 	}
 	run.active = 0;
-	pthread_mutex_lock(&run.lock);
-	uint64_t running = 0;
-	for (struct run_thread *rt = run.threads; rt; rt = rt->next) {
-		pm_thread_drain(&rt->t, add, NULL);
-		run.samples += rt->t.samples;
-		run.lost += rt->t.lost;
-		running++;
-	}
-	pthread_mutex_unlock(&run.lock);
-	char why[512], dir[PATH_MAX];
-	int err = pm_db_writer_finish(run.w, 0, dir, sizeof dir, why, sizeof why);
-	run.w = NULL;
-	if (run.failed)
-		report("warn %" PRIu64 " thread(s) not sampled: %s", run.failed, run.fail_why);
-	if (err)
-		report("error %s", why);
-	else
-		report("ok %" PRIu64 " %" PRIu64 " %" PRIu64 " %s", run.samples, run.lost, run.nthreads, dir);
-	(void)running;
+	finish();
 }
 
 /* A program that ends with _exit (shells do: dash's exitshell) runs no
@@ -315,7 +336,22 @@ __attribute__((destructor)) static void run_fini(void)
  * calling _exit is not the profiled process (pid): it passes straight on. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-	run_fini();
+	if (run.active && getpid() == run.pid && run.collector_on) {
+		/* _exit may be called from a signal handler (a SIGINT handler's
+		 * _exit(1)) that interrupted malloc or our own locks: the
+		 * collector writes the profile, we wait at most 10 s, then
+		 * leave with or without it.  This thread is not stopped (its
+		 * backend's stop is no handler's business): its samples up to
+		 * the collector's drain are kept. */
+		run.active = 0;
+		run.finish_req = 1;
+		sem_post(&run.wake);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		while (sem_timedwait(&run.done, &ts) && errno == EINTR)
+			;
+	}
 	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
 	if (real)
 		real(status);
