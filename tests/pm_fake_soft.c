@@ -9,7 +9,8 @@
  * CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID) that sends SIGPROF every period
  * ns of the thread's CPU time; the handler records the interrupted PC as a
  * sample known only as retired^notrap (what a timer can honestly say: the
- * next instruction to retire, and no trap field but notrap observed).
+ * next instruction to retire, and no trap field but notrap observed), once
+ * per expiry, overruns included.
  */
 #include <errno.h>
 #include <signal.h>
@@ -41,7 +42,13 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 	s.tid = (uint32_t)syscall(SYS_gettid);
 	s.known = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_NOTRAP);
 	s.value = s.known;
-	pm_ring_push(&f->ring, &s);
+	/* Expiries the kernel folded into this one (a thread preempted between
+	 * ticks accrues CPU time unchecked): each is a period of CPU time, so
+	 * each counts, at the PC we have.  Without them a loaded machine lost
+	 * 2 samples in 3 of a 100 ms thread. */
+	int more = timer_getoverrun(f->timer);
+	for (int k = 0; k <= (more > 63 ? 63 : more); k++)
+		pm_ring_push(&f->ring, &s);
 }
 
 static int fake_start(struct pm_thread *t, char *why, size_t len)
