@@ -33,6 +33,32 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* yyyymmddhhmmss[-N]: N (0 without), or -1 for another name. */
+static long epoch_suffix(const char *s)
+{
+	for (int i = 0; i < 14; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+	if (!s[14])
+		return 0;
+	if (s[14] != '-' || !s[15])
+		return -1;
+	char *end;
+	long n = strtol(s + 15, &end, 10);
+	return *end || n <= 0 ? -1 : n;
+}
+
+/* Epochs in time order: the second, then -N as a number (-10 after -9). */
+static int cmp_epoch(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int c = strncmp(x, y, 14);
+	if (c)
+		return c;
+	long m = epoch_suffix(x), n = epoch_suffix(y);
+	return m < n ? -1 : m > n;
+}
+
 /* The names in dir not starting with '.', sorted; NULL-terminated. */
 static char **names(const char *dir, int want_dir)
 {
@@ -147,14 +173,18 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		size_t n = 0;
-		while (ep[n])
-			n++;
+		for (size_t k = 0; ep[k]; k++)
+			if (epoch_suffix(ep[k]) >= 0)
+				ep[n++] = ep[k];
+			else
+				free(ep[k]);
+		ep[n] = NULL;
+		qsort(ep, n, sizeof *ep, cmp_epoch);
 		if (!n) {
 			fprintf(stderr, "dcpicat: the database %s has no epoch (run profileme-run -o %s -- CMD)\n", db,
 			        db);
 			return 1;
 		}
-		/* Epoch names sort in time order (pm_db.h). */
 		snprintf(dir, sizeof dir, "%s/%s", db, ep[n - 1]);
 		for (size_t k = 0; k < n; k++)
 			free(ep[k]);

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	}
 	pm_db_writer_discard(w);
 	if (find_lib(lib, sizeof lib)) {
-		fprintf(stderr, "profileme-run: %s not found beside %s nor in %s\n", COLLECT_LIB, argv[0],
+		fprintf(stderr, "profileme-run: %s not found beside %s, in ../lib/papi-heritage from there, nor in %s\n", COLLECT_LIB, argv[0],
 		        PROFILEME_PKGLIBDIR);
 		return EXIT_OWN;
 	}

@@ -4,9 +4,9 @@
  *
  * A database is a directory (-db DIR or DCPIDB).  Each run writes one epoch
  * subdirectory, <DB>/<epoch>/, epoch = yyyymmddhhmmss (UTC) of the run's
- * start, with -1, -2... appended when a run of the same second took the name
- * (so names still sort in time order); the tools read the latest epoch unless
- * told otherwise.  An epoch appears whole: the writer fills a hidden
+ * start, with -1, -2... appended when a run of the same second took the name;
+ * the tools read the latest epoch (the latest second, then the greatest -N)
+ * unless told otherwise, and ignore other names.  An epoch appears whole: the writer fills a hidden
  * <DB>/.<epoch>.<pid>.tmpXXXXXX/ and renames it (readers skip names starting with
  * '.').  In it, one text file per image that has samples,
  * <basename>_<image-id> for a file, or the pseudo-image's name for code with

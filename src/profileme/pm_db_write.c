@@ -657,8 +657,8 @@ int pm_db_writer_finish(struct pm_db_writer *w, int pid, char *dir, size_t dlen,
 		}
 	}
 	/* The epoch's name: its start time, with -1, -2... when a run of the
-	 * same second took it (these sort after it, so "the latest" stays
-	 * right).  The empty directory reserves the name; the rename of the
+	 * same second took it (the readers take the greatest -N of a second
+	 * as the latest).  The empty directory reserves the name; the rename of the
 	 * full one onto it is atomic. */
 	snprintf(epoch, sizeof epoch, "%s", w->epoch);
 	for (int k = 1;; k++) {
