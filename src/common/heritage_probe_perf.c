@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/heritage_perf_ring.h"
 #include "common/heritage_probe.h"
 
 #define PROBE_PAGES 4
@@ -267,21 +268,10 @@ void heritage_tracepoint_probe(struct heritage_probe_result *r)
 /* Sample records in a ring after the kernel wrote them. */
 static unsigned count_samples(void *ring, size_t data_size)
 {
-	struct perf_event_mmap_page *meta = ring;
-	const char *data = (const char *)ring + meta->data_offset;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
-	unsigned n = 0;
-
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		struct perf_event_header h;
-		memcpy(&h, data + (tail % data_size), sizeof h); /* headers are 8-byte aligned: never wrap */
-		if (h.size == 0)
-			break;
-		if (h.type == PERF_RECORD_SAMPLE)
-			n++;
-		tail += h.size;
-	}
-	return n;
+	struct heritage_perf_ring_counts c = { 0 };
+	unsigned char rec[256];
+	heritage_perf_ring_walk(ring, data_size, rec, sizeof rec, heritage_perf_ring_count, &c);
+	return (unsigned)c.samples;
 }
 
 void heritage_sampling_probe(struct heritage_probe_result *r)
