@@ -519,36 +519,28 @@ struct ibs_priv {
 	struct pm_ibs_walk_stats st;
 };
 
-static int start(struct pm_thread *t, char *why, size_t len)
+int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, char *why, size_t len)
 {
-	/* The probe has seen ibs_op deliver samples (heritage_ibs_probe); a
-	 * successful open alone proves nothing. */
-	int err = heritage_probe_explain(HERITAGE_MECH_IBS, why, len);
-	if (err)
-		return err;
-	struct perf_event_attr a;
-	int filtered;
-	err = pm_ibs_attr(IBS_OP_DIR, t->period, &a, &filtered, why, len);
-	if (err)
-		return err;
 	struct ibs_priv *p = calloc(1, sizeof *p);
 	if (!p) {
 		snprintf(why, len, "ibs: out of memory");
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&p->lock, NULL);
-	p->fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	p->fd = (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (p->fd < 0) {
 		int e = errno;
-		snprintf(why, len, "ibs: perf_event_open(ibs_op type %u, config 0x%llx, period %llu, this thread): %s%s",
-		         a.type, (unsigned long long)a.config, (unsigned long long)a.sample_period, strerror(e),
+		snprintf(why, len, "ibs: perf_event_open(type %u, config 0x%llx, period %llu, this thread): %s%s",
+		         a->type, (unsigned long long)a->config, (unsigned long long)a->sample_period, strerror(e),
 		         e == EACCES || e == EPERM ? " (perf_event_paranoid, or a seccomp filter)" : "");
+		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return e == EACCES || e == EPERM ? -EPERM : -ENOTSUP;
 	}
 	/* The ring: 2^k data pages after the metadata page.  Larger holds more
-	 * samples between drains (an IBS record is ~120 bytes); an ordinary
-	 * account may lock only perf_event_mlock_kb (516 KiB by default). */
+	 * samples between drains (an IBS record is 88 bytes with 7 registers,
+	 * 104 with 9: 1400-2900 of them in 128 pages); an ordinary account may lock only
+	 * perf_event_mlock_kb (516 KiB by default) beyond RLIMIT_MEMLOCK. */
 	long page = sysconf(_SC_PAGESIZE);
 	static const unsigned pages[] = { 128, 32, 8 };
 	int e = 0;
@@ -564,23 +556,50 @@ static int start(struct pm_thread *t, char *why, size_t len)
 		e = errno;
 	}
 	if (!p->ring) {
-		snprintf(why, len, "ibs: mmap of the ibs_op sample ring: %s%s", strerror(e),
+		snprintf(why, len, "ibs: mmap of the sample ring: %s%s", strerror(e),
 		         e == EPERM ? " (perf_event_mlock_kb exhausted?)" : "");
 		close(p->fd);
+		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return e == EPERM ? -EPERM : -ENOMEM;
 	}
 	if (ioctl(p->fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
 		e = errno;
-		snprintf(why, len, "ibs: enabling ibs_op: %s", strerror(e));
+		snprintf(why, len, "ibs: enabling the sampling event: %s", strerror(e));
 		munmap(p->ring, p->map_bytes);
 		close(p->fd);
+		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return -ENOTSUP;
 	}
-	(void)filtered;
 	t->priv = p;
 	return 0;
+}
+
+static int start(struct pm_thread *t, char *why, size_t len)
+{
+	/* The probe has seen ibs_op deliver samples (heritage_ibs_probe); a
+	 * successful open alone proves nothing. */
+	int err = heritage_probe_explain(HERITAGE_MECH_IBS, why, len);
+	if (err)
+		return err;
+	struct perf_event_attr a;
+	int filtered;
+	err = pm_ibs_attr(IBS_OP_DIR, t->period, &a, &filtered, why, len);
+	if (err)
+		return err;
+	return pm_ibs_start_attr(t, &a, why, len);
+}
+
+void pm_ibs_thread_stats(const struct pm_thread *t, struct pm_ibs_walk_stats *st)
+{
+	struct ibs_priv *p = t->priv;
+	memset(st, 0, sizeof *st);
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	pthread_mutex_unlock(&p->lock);
 }
 
 static long drain(struct pm_thread *t, pm_sample_fn fn, void *arg)

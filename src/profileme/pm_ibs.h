@@ -125,6 +125,17 @@ struct pm_ibs_walk_stats {
 long pm_ibs_ring_decode(void *meta, uint64_t data_size, pm_ibs_classify_fn classify, void *carg,
                         void (*fn)(void *arg, const struct pm_sample *s), void *arg, struct pm_ibs_walk_stats *st);
 
+struct pm_thread;
+/* The backend's start after the probe and the attribute: open a on the
+ * calling thread, map its ring, enable it; t->priv is then the backend's,
+ * for drain/stop/release through pm_ibs_ops.  Public so the tests can run
+ * the ring's plumbing on a stand-in software event where there is no IBS
+ * (its records carry no IBS payload, and count as malformed).  0 or -errno
+ * with why. */
+int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, char *why, size_t len);
+/* What the drains of t have seen so far (zeros before start / after release). */
+void pm_ibs_thread_stats(const struct pm_thread *t, struct pm_ibs_walk_stats *st);
+
 /* The classifier the backend uses: the bytes at rip in this process (read
  * with process_vm_readv, so an unmapped RIP is UNKNOWN, never a fault). */
 enum pm_ibs_branch pm_ibs_classify_self(void *arg, uint64_t rip);
