@@ -77,12 +77,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -510,16 +513,84 @@ int pm_ibs_attr(const char *dir, uint64_t period, struct perf_event_attr *a, int
 
 #define IBS_OP_DIR "/sys/bus/event_source/devices/ibs_op"
 
+/* Samples decoded and waiting for the consumer's drain: 65536 of 32 bytes
+ * (2 MiB, touched as used).  The kernel caps sampling at
+ * perf_event_max_sample_rate (100000/s by default, lowered when its NMIs
+ * run long), so this bridges at least 0.65 s between reads; past it
+ * samples are counted lost, never silently dropped. */
+#define PENDING_SLOTS 65536u
+/* The drainer wakes when the kernel ring is a quarter full, and at least
+ * this often. */
+#define DRAIN_POLL_MS 100
+
 struct ibs_priv {
-	int fd;
+	int fd, efd;
 	void *ring;
 	size_t map_bytes;
 	uint64_t data_bytes;
-	pthread_mutex_t lock; /* one drain at a time */
+	/* Producers (the drainer thread, and drain() reading what came since)
+	 * walk the kernel ring under lock; the consumer pops pending under
+	 * pop_lock, lock-free against the producer (pm_ring is SPSC). */
+	pthread_mutex_t lock, pop_lock;
 	struct pm_ibs_walk_stats st;
+	struct pm_ring pending;
+	pthread_t drainer;
+	int have_drainer;
+	/* read() gives the kernel's lost count (PERF_FORMAT_LOST, Linux 6.0):
+	 * a PERF_RECORD_LOST is written only once the ring has room again, so
+	 * losses just before a stop would otherwise never be seen. */
+	int format_lost;
 };
 
-int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, char *why, size_t len)
+static void push_pending(void *arg, const struct pm_sample *s)
+{
+	struct ibs_priv *p = arg;
+	pm_ring_push(&p->pending, s);
+}
+
+/* What the kernel wrote since the last walk, decoded into pending; lock held. */
+static void walk_locked(struct ibs_priv *p)
+{
+	pm_ibs_ring_decode(p->ring, p->data_bytes, pm_ibs_classify_self, NULL, push_pending, p, &p->st);
+}
+
+/* The kernel ring holds a few thousand samples, a few milliseconds of IBS
+ * at its highest rate: a thread of our own empties it into pending as it
+ * fills (the watermark wakes it), so the application need not read often. */
+static void *drainer_main(void *arg)
+{
+	struct ibs_priv *p = arg;
+	struct pollfd fds[2] = { { .fd = p->fd, .events = POLLIN }, { .fd = p->efd, .events = POLLIN } };
+	for (;;) {
+		int n = poll(fds, 2, DRAIN_POLL_MS);
+		if (n < 0 && errno != EINTR)
+			break;
+		pthread_mutex_lock(&p->lock);
+		walk_locked(p);
+		pthread_mutex_unlock(&p->lock);
+		if (n > 0 && (fds[1].revents & POLLIN))
+			break;
+		if (n > 0 && (fds[0].revents & (POLLHUP | POLLERR)))
+			fds[0].fd = -1;
+	}
+	return NULL;
+}
+
+static void free_priv(struct ibs_priv *p)
+{
+	if (p->ring)
+		munmap(p->ring, p->map_bytes);
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->efd >= 0)
+		close(p->efd);
+	pm_ring_free(&p->pending);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->pop_lock);
+	free(p);
+}
+
+int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, unsigned pages, char *why, size_t len)
 {
 	struct ibs_priv *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -527,49 +598,90 @@ int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, char *why,
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&p->lock, NULL);
-	p->fd = (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (p->fd < 0) {
-		int e = errno;
-		snprintf(why, len, "ibs: perf_event_open(type %u, config 0x%llx, period %llu, this thread): %s%s",
-		         a->type, (unsigned long long)a->config, (unsigned long long)a->sample_period, strerror(e),
-		         e == EACCES || e == EPERM ? " (perf_event_paranoid, or a seccomp filter)" : "");
-		pthread_mutex_destroy(&p->lock);
-		free(p);
-		return e == EACCES || e == EPERM ? -EPERM : -ENOTSUP;
+	pthread_mutex_init(&p->pop_lock, NULL);
+	p->fd = p->efd = -1;
+	int err = pm_ring_init(&p->pending, PENDING_SLOTS);
+	if (err) {
+		snprintf(why, len, "ibs: mapping %u pending samples: %s", PENDING_SLOTS, strerror(-err));
+		free_priv(p);
+		return err;
 	}
 	/* The ring: 2^k data pages after the metadata page.  Larger holds more
-	 * samples between drains (an IBS record is 88 bytes with 7 registers,
-	 * 104 with 9: 1400-2900 of them in 128 pages); an ordinary account may lock only
-	 * perf_event_mlock_kb (516 KiB by default) beyond RLIMIT_MEMLOCK. */
+	 * samples between the drainer's wakeups (an IBS record is 88 bytes
+	 * with 7 registers, 104 with 9: 5000-6000 in 128 pages); an ordinary
+	 * account may lock only perf_event_mlock_kb (516 KiB: 129 pages) beyond
+	 * RLIMIT_MEMLOCK. */
 	long page = sysconf(_SC_PAGESIZE);
-	static const unsigned pages[] = { 128, 32, 8 };
+	static const unsigned ladder[] = { 128, 32, 8 };
+	const unsigned *try = ladder;
+	unsigned ntry = sizeof ladder / sizeof ladder[0];
+	if (pages) {
+		try = &pages;
+		ntry = 1;
+	}
+	/* The drainer wakes when a quarter of the ring is written: the
+	 * watermark is fixed at open, so each size of the ladder is its own open. */
 	int e = 0;
-	for (unsigned i = 0; i < sizeof pages / sizeof pages[0]; i++) {
-		size_t bytes = (size_t)page * (pages[i] + 1);
+	for (unsigned i = 0; i < ntry && !p->ring; i++) {
+		a->watermark = 1;
+		a->wakeup_watermark = (uint32_t)((size_t)page * try[i] / 4);
+		a->read_format = PERF_FORMAT_LOST;
+		p->fd = (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (p->fd < 0 && errno == EINVAL) {
+			a->read_format = 0; /* before 6.0 */
+			p->fd = (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		}
+		p->format_lost = a->read_format != 0;
+		if (p->fd < 0) {
+			e = errno;
+			snprintf(why, len, "ibs: perf_event_open(type %u, config 0x%llx, period %llu, this thread): %s%s",
+			         a->type, (unsigned long long)a->config, (unsigned long long)a->sample_period, strerror(e),
+			         e == EACCES || e == EPERM ? " (perf_event_paranoid, or a seccomp filter)" : "");
+			free_priv(p);
+			return e == EACCES || e == EPERM ? -EPERM : -ENOTSUP;
+		}
+		size_t bytes = (size_t)page * (try[i] + 1);
 		void *r = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
 		if (r != MAP_FAILED) {
 			p->ring = r;
 			p->map_bytes = bytes;
-			p->data_bytes = (uint64_t)page * pages[i];
-			break;
+			p->data_bytes = (uint64_t)page * try[i];
+		} else {
+			e = errno;
+			close(p->fd);
+			p->fd = -1;
 		}
-		e = errno;
 	}
 	if (!p->ring) {
 		snprintf(why, len, "ibs: mmap of the sample ring: %s%s", strerror(e),
 		         e == EPERM ? " (perf_event_mlock_kb exhausted?)" : "");
-		close(p->fd);
-		pthread_mutex_destroy(&p->lock);
-		free(p);
+		free_priv(p);
 		return e == EPERM ? -EPERM : -ENOMEM;
 	}
+	p->efd = eventfd(0, EFD_CLOEXEC);
+	if (p->efd < 0) {
+		e = errno;
+		snprintf(why, len, "ibs: eventfd: %s", strerror(e));
+		free_priv(p);
+		return -e;
+	}
+	/* No signal of the application's may land on the drainer. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&p->drainer, NULL, drainer_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		snprintf(why, len, "ibs: starting the ring's drainer thread: %s", strerror(e));
+		free_priv(p);
+		return -e;
+	}
+	p->have_drainer = 1;
 	if (ioctl(p->fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
 		e = errno;
 		snprintf(why, len, "ibs: enabling the sampling event: %s", strerror(e));
-		munmap(p->ring, p->map_bytes);
-		close(p->fd);
-		pthread_mutex_destroy(&p->lock);
-		free(p);
+		t->priv = p;
+		pm_ibs_ops.release(t);
 		return -ENOTSUP;
 	}
 	t->priv = p;
@@ -588,7 +700,7 @@ static int start(struct pm_thread *t, char *why, size_t len)
 	err = pm_ibs_attr(IBS_OP_DIR, t->period, &a, &filtered, why, len);
 	if (err)
 		return err;
-	return pm_ibs_start_attr(t, &a, why, len);
+	return pm_ibs_start_attr(t, &a, 0, why, len);
 }
 
 void pm_ibs_thread_stats(const struct pm_thread *t, struct pm_ibs_walk_stats *st)
@@ -607,19 +719,48 @@ static long drain(struct pm_thread *t, pm_sample_fn fn, void *arg)
 	struct ibs_priv *p = t->priv;
 	if (!p)
 		return 0;
+	pthread_mutex_lock(&p->pop_lock);
+	/* What came since the drainer last woke. */
 	pthread_mutex_lock(&p->lock);
+	walk_locked(p);
 	uint64_t lost = p->st.lost;
-	long n = pm_ibs_ring_decode(p->ring, p->data_bytes, pm_ibs_classify_self, NULL, fn, arg, &p->st);
-	t->lost += p->st.lost - lost;
 	pthread_mutex_unlock(&p->lock);
+	uint64_t rf[2];
+	if (p->format_lost && read(p->fd, rf, sizeof rf) == (ssize_t)sizeof rf && rf[1] > lost)
+		lost = rf[1];
+	lost += __atomic_load_n(&p->pending.lost, __ATOMIC_RELAXED);
+	long n = 0;
+	struct pm_sample s;
+	while (pm_ring_pop(&p->pending, &s)) {
+		if (fn)
+			fn(arg, &s);
+		n++;
+	}
+	/* t->lost is the kernel's losses (ring full before the drainer woke)
+	 * and ours (pending full before the application read). */
+	t->lost = lost;
+	pthread_mutex_unlock(&p->pop_lock);
 	return n;
+}
+
+static void stop_drainer(struct ibs_priv *p)
+{
+	if (!p->have_drainer)
+		return;
+	uint64_t one = 1;
+	if (write(p->efd, &one, sizeof one) != (ssize_t)sizeof one)
+		pthread_cancel(p->drainer);
+	pthread_join(p->drainer, NULL);
+	p->have_drainer = 0;
 }
 
 static void stop(struct pm_thread *t)
 {
 	struct ibs_priv *p = t->priv;
-	if (p)
-		ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (!p)
+		return;
+	ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0);
+	stop_drainer(p);
 }
 
 static void release(struct pm_thread *t)
@@ -627,10 +768,8 @@ static void release(struct pm_thread *t)
 	struct ibs_priv *p = t->priv;
 	if (!p)
 		return;
-	munmap(p->ring, p->map_bytes);
-	close(p->fd);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
+	stop_drainer(p);
+	free_priv(p);
 	t->priv = NULL;
 }
 
@@ -639,6 +778,7 @@ static void release(struct pm_thread *t)
  * and far below MaxCnt's 2^20 - 16, so one hardware period per sample. */
 const struct pm_backend_ops pm_ibs_ops = {
 	.fields = PM_IBS_FIELDS,
+	.modelled = PM_IBS_MODELLED,
 	.unit = "ops",
 	.default_period = 65536,
 	.min_period = 16,

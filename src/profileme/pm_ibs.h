@@ -87,8 +87,16 @@ int pm_ibs_decode_regs(const struct pm_ibs_regs *r, pm_ibs_classify_fn classify,
 	 PM_FIELD_BIT(PM_VALID) | PM_FIELD_BIT(PM_NOTRAP) | PM_FIELD_BIT(PM_MISPREDICT) |                        \
 	 PM_FIELD_BIT(PM_UNALIGNTRAP) | PM_FIELD_BIT(PM_DTBMISS) | PM_FIELD_BIT(PM_DTB2MISS4) |                  \
 	 PM_FIELD_BIT(PM_RETDELAY) | PM_FIELD_BIT(PM_INFLIGHT))
-/* The trap bits among them. */
-#define PM_IBS_TRAPS (PM_IBS_FIELDS & PM_TRAPS_MASK)
+/* Of those, the ones a documented model derives rather than IBS reports
+ * (pm_ibs_ops.modelled): the traps x86 does not take (a TLB miss is walked
+ * in hardware, a misaligned access is done) stand for the bits that say what
+ * happened; notrap and valid are the complement of those; retdelay and
+ * inflight approximate other cycle counts (pm_ibs.c).  retired, taken,
+ * cbrmispredict and mispredict are what IBS says of the tagged op. */
+#define PM_IBS_MODELLED                                                                                      \
+	(PM_FIELD_BIT(PM_VALID) | PM_FIELD_BIT(PM_NOTRAP) | PM_FIELD_BIT(PM_UNALIGNTRAP) |                      \
+	 PM_FIELD_BIT(PM_DTBMISS) | PM_FIELD_BIT(PM_DTB2MISS4) | PM_FIELD_BIT(PM_RETDELAY) |                    \
+	 PM_FIELD_BIT(PM_INFLIGHT))
 
 /* ---- the perf side ------------------------------------------------------------ */
 
@@ -127,12 +135,13 @@ long pm_ibs_ring_decode(void *meta, uint64_t data_size, pm_ibs_classify_fn class
 
 struct pm_thread;
 /* The backend's start after the probe and the attribute: open a on the
- * calling thread, map its ring, enable it; t->priv is then the backend's,
- * for drain/stop/release through pm_ibs_ops.  Public so the tests can run
- * the ring's plumbing on a stand-in software event where there is no IBS
- * (its records carry no IBS payload, and count as malformed).  0 or -errno
- * with why. */
-int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, char *why, size_t len);
+ * calling thread, map its ring (pages data pages; 0: the most the account
+ * may lock, of 128, 32, 8), start the thread that empties it as it fills,
+ * enable it; t->priv is then the backend's, for drain/stop/release through
+ * pm_ibs_ops.  Public so the tests can run the plumbing on a stand-in
+ * software event where there is no IBS (its records carry no IBS payload,
+ * and count as malformed).  0 or -errno with why. */
+int pm_ibs_start_attr(struct pm_thread *t, struct perf_event_attr *a, unsigned pages, char *why, size_t len);
 /* What the drains of t have seen so far (zeros before start / after release). */
 void pm_ibs_thread_stats(const struct pm_thread *t, struct pm_ibs_walk_stats *st);
 

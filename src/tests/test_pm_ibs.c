@@ -837,6 +837,11 @@ START_TEST(ops_table)
 {
 	ck_assert_uint_eq(pm_ibs_ops.fields, OBSERVED);
 	ck_assert_uint_eq(pm_ibs_ops.fields & NEVER, 0);
+	/* Seen: what IBS reports of the op; modelled: x86's non-traps and
+	 * the approximate counters. */
+	ck_assert_uint_eq(pm_ibs_ops.modelled, B(PM_VALID) | B(PM_NOTRAP) | B(PM_UNALIGNTRAP) | B(PM_DTBMISS) |
+	                                           B(PM_DTB2MISS4) | B(PM_RETDELAY) | B(PM_INFLIGHT));
+	ck_assert_uint_eq(pm_ibs_ops.modelled & ~pm_ibs_ops.fields, 0);
 	ck_assert_str_eq(pm_ibs_ops.unit, "ops");
 	ck_assert_uint_eq(pm_ibs_ops.default_period, 65536);
 	ck_assert_uint_eq(pm_ibs_ops.default_period % 16, 0);
@@ -946,6 +951,89 @@ END_TEST
  * N fresh pages stored to are N records (the sampling probe's yardstick),
  * each with an empty raw payload (the kernel's 4 zero bytes), so each is a
  * malformed IBS record: counted, never handed over as a sample. */
+static void fault_attr(struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_PAGE_FAULTS;
+	a->sample_period = 1;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_RAW;
+	a->disabled = 1;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+}
+
+/* Stores to n fresh pages in batches of batch, pausing pause_ms between. */
+static void fault_pages(unsigned n, unsigned batch, unsigned pause_ms)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, (size_t)page * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne((void *)p, MAP_FAILED);
+	for (unsigned i = 0; i < n; i++) {
+		p[(long)i * page] = 1;
+		if (pause_ms && (i + 1) % batch == 0)
+			usleep(pause_ms * 1000);
+	}
+	munmap((void *)p, (size_t)page * n);
+}
+
+/* The drainer thread empties the kernel's ring while the application does
+ * not read: 4000 records through a ring of 1024 (8 pages of 32-byte
+ * records), in batches of 200 with 20 ms to drain each, arrive whole. */
+START_TEST(drainer_keeps_up)
+{
+	enum { N = 4000 };
+	struct perf_event_attr a;
+	fault_attr(&a);
+	unsigned n;
+	struct pm_thread t;
+	memset(&t, 0, sizeof t);
+	t.backend = &pm_backends(&n)[0];
+	char why[512] = "";
+	int err = pm_ibs_start_attr(&t, &a, 8, why, sizeof why);
+	ck_assert_msg(err == 0, "%d %s", err, why);
+	fault_pages(N, 200, 20);
+	pm_ibs_ops.stop(&t);
+	ck_assert_int_eq(pm_ibs_ops.drain(&t, NULL, NULL), 0);
+	struct pm_ibs_walk_stats st;
+	pm_ibs_thread_stats(&t, &st);
+	ck_assert_msg(st.malformed >= N && st.malformed <= N + 4 && st.lost == 0 && t.lost == 0,
+	              "%llu records and %llu lost for %d faults", (unsigned long long)st.malformed,
+	              (unsigned long long)t.lost, N);
+	pm_ibs_ops.release(&t);
+}
+END_TEST
+
+/* A burst into a one-page ring (128 records): what the kernel could not
+ * write is counted lost, so records + lost = faults. */
+START_TEST(losses_are_counted)
+{
+	enum { N = 4000 };
+	struct perf_event_attr a;
+	fault_attr(&a);
+	unsigned n;
+	struct pm_thread t;
+	memset(&t, 0, sizeof t);
+	t.backend = &pm_backends(&n)[0];
+	char why[512] = "";
+	int err = pm_ibs_start_attr(&t, &a, 1, why, sizeof why);
+	ck_assert_msg(err == 0, "%d %s", err, why);
+	fault_pages(N, N, 0);
+	pm_ibs_ops.stop(&t);
+	pm_ibs_ops.drain(&t, NULL, NULL);
+	struct pm_ibs_walk_stats st;
+	pm_ibs_thread_stats(&t, &st);
+	ck_assert_msg(st.malformed + t.lost >= N && st.malformed + t.lost <= N + 4,
+	              "%llu records + %llu lost (%llu in LOST records) for %d faults", (unsigned long long)st.malformed,
+	              (unsigned long long)t.lost, (unsigned long long)st.lost, N);
+	ck_assert_uint_ge(t.lost, st.lost);
+	printf("losses_are_counted: %llu records, %llu lost (%llu reported by LOST records) of %d\n",
+	       (unsigned long long)st.malformed, (unsigned long long)t.lost, (unsigned long long)st.lost, N);
+	pm_ibs_ops.release(&t);
+}
+END_TEST
+
 START_TEST(plumbing_on_page_faults)
 {
 	enum { PAGES = 8 };
@@ -965,7 +1053,7 @@ START_TEST(plumbing_on_page_faults)
 	t.backend = &pm_backends(&n)[0];
 	t.period = 1;
 	char why[512] = "";
-	int err = pm_ibs_start_attr(&t, &a, why, sizeof why);
+	int err = pm_ibs_start_attr(&t, &a, 0, why, sizeof why);
 	ck_assert_msg(err == 0, "%d %s", err, why);
 	long page = sysconf(_SC_PAGESIZE);
 	volatile char *p = mmap(NULL, (size_t)page * PAGES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1088,9 +1176,11 @@ int main(void)
 	tcase_add_test(p, forced_ibs_follows_the_probe);
 	tcase_add_test(p, auto_takes_ibs_first);
 	tcase_add_test(p, period_setting);
-	if (sampling)
+	if (sampling) {
 		tcase_add_test(p, plumbing_on_page_faults);
-	else
+		tcase_add_test(p, drainer_keeps_up);
+		tcase_add_test(p, losses_are_counted);
+	} else
 		printf("the ring plumbing test on page faults is left out: %s\n", swhy);
 	suite_add_tcase(s, p);
 	if (ibs) {
