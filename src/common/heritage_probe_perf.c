@@ -433,6 +433,19 @@ void heritage_ibs_probe(struct heritage_probe_result *r)
 	a.sample_period = 1u << 16;
 	a.sample_type = PERF_SAMPLE_IP;
 	a.disabled = 1;
+	/* User mode only, as the backend opens it, where the kernel can filter
+	 * (format/swfilt, "config2:0", on recent kernels): without it the kernel
+	 * refuses exclude_kernel on IBS (ibs.c perf_ibs_init), and an ordinary
+	 * account at perf_event_paranoid 2 may not sample the kernel. */
+	unsigned swbit;
+	f = fopen("/sys/bus/event_source/devices/ibs_op/format/swfilt", "re");
+	if (f) {
+		if (fscanf(f, "config2:%u", &swbit) == 1 && swbit < 64) {
+			a.config2 = 1ull << swbit;
+			a.exclude_kernel = 1;
+		}
+		fclose(f);
+	}
 	int fd = perf_open(&a, 0, -1);
 	if (fd < 0) {
 		open_failed(r, errno, "perf_event_open(ibs_op, this thread)", 2);
