@@ -79,6 +79,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -130,12 +131,25 @@ static uint64_t reg_at(const unsigned char *p, unsigned i)
 	return v;
 }
 
+/* The decoder's reason, if the caller wants one: the ring walk passes none,
+ * so decoding makes no libc call that is not async-signal-safe (the
+ * component drains from PAPI's interval-timer signal too). */
+__attribute__((format(printf, 3, 4))) static void say(char *why, size_t wlen, const char *fmt, ...)
+{
+	if (!why || !wlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, wlen, fmt, ap);
+	va_end(ap);
+}
+
 int pm_ibs_parse_raw(const void *raw, size_t len, struct pm_ibs_regs *r, char *why, size_t wlen)
 {
 	const unsigned char *p = raw;
 	memset(r, 0, sizeof *r);
 	if (!raw || len < 4) {
-		snprintf(why, wlen, "ibs: raw payload of %zu bytes is shorter than its caps word (4)", len);
+		say(why, wlen, "ibs: raw payload of %zu bytes is shorter than its caps word (4)", len);
 		return -EINVAL;
 	}
 	memcpy(&r->caps, p, sizeof r->caps);
@@ -144,7 +158,7 @@ int pm_ibs_parse_raw(const void *raw, size_t len, struct pm_ibs_regs *r, char *w
 	unsigned nregs = FIXED_REGS + (unsigned)r->has_br_target + (unsigned)r->has_data4;
 	size_t want = 4 + 8 * (size_t)nregs;
 	if (len < want) {
-		snprintf(why, wlen, "ibs: raw payload of %zu bytes, but caps 0x%" PRIx32 " promise %u registers (%zu bytes: "
+		say(why, wlen, "ibs: raw payload of %zu bytes, but caps 0x%" PRIx32 " promise %u registers (%zu bytes: "
 		         "caps, IbsOpCtl..IbsDcPhysAd%s%s)", len, r->caps, nregs, want,
 		         r->has_br_target ? ", IbsBrTarget" : "", r->has_data4 ? ", IbsOpData4" : "");
 		return -EINVAL;
@@ -162,7 +176,7 @@ int pm_ibs_parse_raw(const void *raw, size_t len, struct pm_ibs_regs *r, char *w
 	if (r->has_data4)
 		r->data4 = reg_at(p, i++);
 	if (!(r->op_ctl & OPCTL_VAL)) {
-		snprintf(why, wlen, "ibs: IbsOpCtl 0x%" PRIx64 " has IbsOpVal (bit 18) clear: not an op sample", r->op_ctl);
+		say(why, wlen, "ibs: IbsOpCtl 0x%" PRIx64 " has IbsOpVal (bit 18) clear: not an op sample", r->op_ctl);
 		return -EINVAL;
 	}
 	return 0;
@@ -209,7 +223,7 @@ int pm_ibs_decode_regs(const struct pm_ibs_regs *r, pm_ibs_classify_fn classify,
 	memset(out, 0, sizeof *out);
 	out->tid = tid;
 	if (r->data & OPDATA_RIP_INVALID) {
-		snprintf(why, wlen, "ibs: IbsOpData 0x%" PRIx64 " has RipInvalid (bit 38): the sample has no PC", r->data);
+		say(why, wlen, "ibs: IbsOpData 0x%" PRIx64 " has RipInvalid (bit 38): the sample has no PC", r->data);
 		return -EADDRNOTAVAIL;
 	}
 	out->pc = r->rip;
@@ -374,8 +388,7 @@ static void on_record(void *arg, const struct perf_event_header *h, const unsign
 		return;
 	}
 	struct pm_sample s = { .tid = tid };
-	char why[160];
-	int err = pm_ibs_decode(rec + body + 20, rawsize, w->classify, w->carg, &s, why, sizeof why);
+	int err = pm_ibs_decode(rec + body + 20, rawsize, w->classify, w->carg, &s, NULL, 0);
 	if (err == -EADDRNOTAVAIL) {
 		w->st->rip_invalid++;
 		return;
@@ -714,6 +727,10 @@ void pm_ibs_thread_stats(const struct pm_thread *t, struct pm_ibs_walk_stats *st
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Also from PAPI's interval-timer signal (components/profileme): the
+ * locks are held only here (never re-entered: pm_eventset's draining flag)
+ * and by the drainer thread, and the walk makes no call that is not
+ * async-signal-safe (process_vm_readv to classify). */
 static long drain(struct pm_thread *t, pm_sample_fn fn, void *arg)
 {
 	struct ibs_priv *p = t->priv;

@@ -70,7 +70,8 @@ typedef enum pm_ibs_branch (*pm_ibs_classify_fn)(void *arg, uint64_t rip);
 enum pm_ibs_branch pm_ibs_x86_branch(const uint8_t *bytes, size_t n);
 
 /* Decode one op sample into out (pc, value, known, counters; tid is the
- * caller's).  classify may be NULL: whether a branch is conditional is then
+ * caller's).  why may be NULL (wlen 0): the decoder then makes no libc call
+ * that is not async-signal-safe.  classify may be NULL: whether a branch is conditional is then
  * unknown (except for a fused branch or a return, see pm_ibs.c).
  * 0; -EADDRNOTAVAIL with why when IbsOpData's RipInvalid says the PC is
  * not known (the sample is to be dropped: ProfileMe has no sample without a
