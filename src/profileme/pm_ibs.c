@@ -367,6 +367,8 @@ static void on_record(void *arg, const struct perf_event_header *h, const unsign
 		w->st->lost += heritage_perf_record_lost(h, rec, have);
 		return;
 	}
+	if (h->type == PERF_RECORD_THROTTLE)
+		w->st->throttles++;
 	if (h->type != PERF_RECORD_SAMPLE)
 		return;
 	const size_t body = sizeof *h;

@@ -125,6 +125,9 @@ struct pm_ibs_walk_stats {
 	uint64_t rip_invalid; /* dropped: RipInvalid */
 	uint64_t kernel;      /* dropped: kernel mode (no swfilt) */
 	uint64_t malformed;   /* dropped: payload refused by the decoder */
+	uint64_t throttles;   /* PERF_RECORD_THROTTLE: the kernel's sample-rate
+	                       * limit stopped sampling for a while (samples
+	                       * missed, uncounted) */
 };
 
 /* Decode every record of the perf ring at meta (as mmap'ed: the metadata

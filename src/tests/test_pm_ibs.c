@@ -659,7 +659,7 @@ START_TEST(ring_decode)
 	put_sample(&r, PERF_RECORD_MISC_USER, 0x404000, 101, a.b, 20); /* payload cut short */
 	put_lost(&r, 3);
 	put_sample(&r, PERF_RECORD_MISC_USER, 0x402000, 102, b.b, (uint32_t)b.len);
-	/* A record of another kind is passed over. */
+	/* A throttle is counted, and passed over. */
 	struct perf_event_header other = { .type = PERF_RECORD_THROTTLE, .size = 24 };
 	unsigned char ob[24] = { 0 };
 	memcpy(ob, &other, 8);
@@ -682,6 +682,7 @@ START_TEST(ring_decode)
 	ck_assert_uint_eq(st.rip_invalid, 1);
 	ck_assert_uint_eq(st.kernel, 1);
 	ck_assert_uint_eq(st.malformed, 1);
+	ck_assert_uint_eq(st.throttles, 1);
 	struct perf_event_mmap_page *m = (void *)r.base;
 	ck_assert_uint_eq(m->data_tail, r.head);
 	/* Nothing new: nothing handed over, tail unmoved. */
