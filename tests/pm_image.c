@@ -1,6 +1,6 @@
 /*
  * pm_image: the image of the dcpiprof/dcpilist cases (tests/cases/dcpi*.test).
- * Built with -O0 -g, so its functions have real addresses, sizes and source
+ * Built with -g, so its functions have real addresses, sizes and source
  * lines; the cases write a profile of it from those addresses (nm, objdump)
  * and check what the tools print against their own sums.  Run, it spends
  * about 3/4 of its time in hot and 1/4 in cold, and divides by a zero it

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dcpi/dcpi_common.h"
 #include "profileme/pm_symbols.h"
@@ -135,6 +136,10 @@ static int disassemble(struct listing *ls, const struct pm_symbols *s, const str
 			struct line *x = new_line(ls);
 			x->addr = ls->p->pc[r];
 			snprintf(x->text, sizeof x->text, "(inside the instruction before: not an instruction start)");
+			if (ls->n >= 2) { /* the source line of the instruction it is in */
+				x->file = ls->l[ls->n - 2].file;
+				x->lineno = ls->l[ls->n - 2].lineno;
+			}
 			add_row(ls, x, r++);
 		}
 		struct line *x = new_line(ls);
@@ -159,6 +164,10 @@ static int disassemble(struct listing *ls, const struct pm_symbols *s, const str
 		struct line *x = new_line(ls);
 		x->addr = ls->p->pc[r];
 		snprintf(x->text, sizeof x->text, "(inside the last instruction)");
+		if (ls->n >= 2) {
+			x->file = ls->l[ls->n - 2].file;
+			x->lineno = ls->l[ls->n - 2].lineno;
+		}
 		add_row(ls, x, r++);
 	}
 	cs_free(insn, 1);
@@ -177,9 +186,17 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0;
 }
 
-/* Line n of file (1-based), or NULL. */
+static const struct pm_symbols *symbols;
+static uint64_t symbols_at; /* an address of the unit, for its compilation directory */
+
+/* Line n of file (1-based), or NULL.  A relative name is tried in the
+ * unit's compilation directory, then as it is. */
 static const char *source_text(const char *file, int n, char *buf, size_t len)
 {
+	char full[4096];
+	const char *dir = file[0] != '/' && symbols ? pm_symbols_comp_dir(symbols, symbols_at) : NULL;
+	if (dir && (size_t)snprintf(full, sizeof full, "%s/%s", dir, file) < sizeof full && access(full, R_OK) == 0)
+		file = full;
 	static FILE *f;
 	static char *open_name;
 	static int at;
@@ -468,6 +485,8 @@ int main(int argc, char **argv)
 		dcpi_col_value(&ls.cols.c.col[c], p, -1, &n, &dd);
 		ls.inum[c] = n;
 	}
+	symbols = s;
+	symbols_at = f.start;
 	if ((rc = disassemble(&ls, s, &f)))
 		return rc;
 	if (mode == SOURCE)

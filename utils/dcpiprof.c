@@ -192,7 +192,7 @@ static void print_text(const struct report *r, size_t shown, int per_image, int 
 		printf("%*s%s", w[c], r->cols.label[c], r->cols.c.col[c].ratio ? "  " : "       %    cum%  ");
 	}
 	printf("%s%s\n", per_image ? "" : "procedure                       ", "image");
-	double cum[PM_MAX_COLUMNS] = { 0 };
+	uint64_t cum[PM_MAX_COLUMNS] = { 0 }; /* counts, so cum% is exact at 100 */
 	for (size_t k = 0; k < shown; k++) {
 		const struct row *x = &r->row[k];
 		for (unsigned c = 0; c < nc; c++) {
@@ -202,8 +202,8 @@ static void print_text(const struct report *r, size_t shown, int per_image, int 
 				else
 					printf("%*s  ", w[c], "-");
 			} else {
-				cum[c] += pct(x->num[c], r->tnum[c]);
-				printf("%*" PRIu64 " %6.2f%% %6.2f%%  ", w[c], x->num[c], pct(x->num[c], r->tnum[c]), cum[c]);
+				cum[c] += x->num[c];
+				printf("%*" PRIu64 " %6.2f%% %6.2f%%  ", w[c], x->num[c], pct(x->num[c], r->tnum[c]), pct(cum[c], r->tnum[c]));
 			}
 		}
 		if (!per_image)
@@ -229,7 +229,7 @@ static void print_csl(const struct report *r, size_t shown, int per_image)
 		putchar(',');
 	}
 	printf("%simage\n", per_image ? "" : "procedure,");
-	double cum[PM_MAX_COLUMNS] = { 0 };
+	uint64_t cum[PM_MAX_COLUMNS] = { 0 }; /* counts, so cum% is exact at 100 */
 	for (size_t k = 0; k < shown; k++) {
 		const struct row *x = &r->row[k];
 		for (unsigned c = 0; c < nc; c++) {
@@ -239,8 +239,8 @@ static void print_csl(const struct report *r, size_t shown, int per_image)
 				else
 					printf(",");
 			} else {
-				cum[c] += pct(x->num[c], r->tnum[c]);
-				printf("%" PRIu64 ",%.2f,%.2f,", x->num[c], pct(x->num[c], r->tnum[c]), cum[c]);
+				cum[c] += x->num[c];
+				printf("%" PRIu64 ",%.2f,%.2f,", x->num[c], pct(x->num[c], r->tnum[c]), pct(cum[c], r->tnum[c]));
 			}
 		}
 		if (!per_image) {
@@ -294,7 +294,7 @@ static void print_json(const struct report *r, size_t shown, int per_image, cons
 			printf("%" PRIu64 "}", r->tnum[c]);
 	}
 	printf("],\"rows\":[");
-	double cum[PM_MAX_COLUMNS] = { 0 };
+	uint64_t cum[PM_MAX_COLUMNS] = { 0 }; /* counts, so cum% is exact at 100 */
 	for (size_t k = 0; k < shown; k++) {
 		const struct row *x = &r->row[k];
 		printf("%s\n{", k ? "," : "");
@@ -319,13 +319,13 @@ static void print_json(const struct report *r, size_t shown, int per_image, cons
 			if (r->cols.c.col[c].ratio) {
 				printf("%snull", c ? "," : "");
 			} else {
-				cum[c] += pct(x->num[c], r->tnum[c]);
+				cum[c] += x->num[c];
 				printf("%s%.4f", c ? "," : "", pct(x->num[c], r->tnum[c]));
 			}
 		}
 		printf("],\"cumulative\":[");
 		for (unsigned c = 0; c < nc; c++)
-			r->cols.c.col[c].ratio ? printf("%snull", c ? "," : "") : printf("%s%.4f", c ? "," : "", cum[c]);
+			r->cols.c.col[c].ratio ? printf("%snull", c ? "," : "") : printf("%s%.4f", c ? "," : "", pct(cum[c], r->tnum[c]));
 		printf("]}");
 	}
 	printf("]}\n");

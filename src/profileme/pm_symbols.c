@@ -302,6 +302,12 @@ int pm_symbols_line_at(const struct pm_symbols *s, uint64_t vaddr, const char **
 	return 0;
 }
 
+const char *pm_symbols_comp_dir(const struct pm_symbols *s, uint64_t vaddr)
+{
+	Dwfl_Line *l = s->has_lines ? dwfl_module_getsrc(s->mod, vaddr + s->bias) : NULL;
+	return l ? dwfl_line_comp_dir(l) : NULL;
+}
+
 long pm_symbols_code(const struct pm_symbols *s, uint64_t vaddr, uint8_t *buf, size_t n)
 {
 	for (unsigned i = 0; i < s->nseg; i++) {

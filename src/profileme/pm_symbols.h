@@ -48,6 +48,9 @@ void pm_symbols_each(const struct pm_symbols *s, void (*fn)(void *arg, const str
 /* The source file and line of vaddr: 0 with *file (owned by s) and *line,
  * or -ENOENT. */
 int pm_symbols_line_at(const struct pm_symbols *s, uint64_t vaddr, const char **file, int *line);
+/* The compilation directory of vaddr's unit (where a relative source file
+ * name is), or NULL. */
+const char *pm_symbols_comp_dir(const struct pm_symbols *s, uint64_t vaddr);
 
 /* Up to n bytes of the file's code at vaddr (an executable PT_LOAD's
  * bytes in the file): how many were read, or -ENOENT / -errno. */

@@ -35,7 +35,14 @@ static void trim_label(char *dst, size_t len, const char *s, size_t n)
 		s++, n--;
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
-	snprintf(dst, len, "%.*s", (int)n, s);
+	/* A backslash before '!' is the shell's (the man page writes \!notrap):
+	 * the label shows the set, not the quoting. */
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 1 < len; i++)
+		if (!(s[i] == '\\' && i + 1 < n && s[i + 1] == '!'))
+			dst[o++] = s[i];
+	if (len)
+		dst[o] = 0;
 }
 
 int dcpi_cols_parse(struct dcpi_cols *cols, const char *text, const char *what, const char *prog)
