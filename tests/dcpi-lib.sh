@@ -41,12 +41,19 @@ set_expr() {
 	esac
 }
 
-# Instruction addresses of function $1 (hex, no 0x), in order.
+# Instruction addresses of function $1 (hex, no 0x), in order: objdump's,
+# within nm's extent (objdump lists the alignment padding after a function
+# under it).
 insns() {
+	ext=$(nm -S --defined-only "$IMAGE" | awk -v f="$1" '$4 == f { print $1, $2; exit }')
 	objdump -d --no-show-raw-insn "$IMAGE" | awk -v f="<$1>:" '
 		$2 == f { on = 1; next }
 		on && /^$/ { exit }
-		on && $1 ~ /^[0-9a-f]+:$/ { sub(":", "", $1); print $1 }'
+		on && $1 ~ /^[0-9a-f]+:$/ { sub(":", "", $1); print $1 }' |
+		while read -r a; do
+			set -- $ext
+			[ $((0x$a)) -lt $((0x$1 + 0x$2)) ] && echo "$a"
+		done
 }
 
 # nm -S: "start size name" of the functions (decimal), for the expectations.

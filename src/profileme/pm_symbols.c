@@ -175,7 +175,7 @@ int pm_symbols_open(const char *path, struct pm_symbols **out, char *why, size_t
 	base = base ? base + 1 : path;
 	if (!s->nfn)
 		snprintf(s->note, sizeof s->note,
-		         "%s has no function symbols (stripped of .symtab and .dynsym): every address is \"unknown\"", base);
+		         "%s has no function symbols (stripped: no .symtab, and its .dynsym defines none): every address is \"unknown\"", base);
 	else if (!s->has_lines)
 		snprintf(s->note, sizeof s->note,
 		         "%s has no DWARF line information (built without -g, or stripped, and no debuginfo found): "
