@@ -396,15 +396,37 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 
 /* ---- epochs and image files -------------------------------------------------- */
 
+/* An epoch is named by its run's start, yyyymmddhhmmss (UTC), with -N
+ * appended by the writer when a run of the same second has the name
+ * already (pm_db_write.c).  Returns N (0 without suffix), or -1. */
+static long epoch_suffix(const char *s)
+{
+	for (int i = 0; i < 14; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+	if (!s[14])
+		return 0;
+	if (s[14] != '-' || !s[15] || strlen(s + 15) > 6)
+		return -1;
+	long n = 0;
+	for (const char *p = s + 15; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		n = n * 10 + (*p - '0');
+	}
+	return n;
+}
+
 static int is_epoch_name(const char *s)
 {
-	size_t n = strlen(s);
-	if (n != 14)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-	return 1;
+	return epoch_suffix(s) >= 0;
+}
+
+/* Later epoch: the later second, then the greater -N. */
+static int epoch_later(const char *a, const char *b)
+{
+	int c = strncmp(a, b, 14);
+	return c ? c > 0 : epoch_suffix(a) > epoch_suffix(b);
 }
 
 static int is_dir(const char *path)
@@ -419,7 +441,7 @@ int pm_db_epoch_dir(const char *db, const char *epoch, char *dir, size_t dlen, c
 		return fail(-ENOENT, why, len, "no profile database: %s is not a directory", db);
 	if (epoch) {
 		if (!is_epoch_name(epoch))
-			return fail(-ENOENT, why, len, "epoch \"%s\" is not yyyymmddhhmmss", epoch);
+			return fail(-ENOENT, why, len, "epoch \"%s\" is not yyyymmddhhmmss[-N]", epoch);
 		if ((size_t)snprintf(dir, dlen, "%s/%s", db, epoch) >= dlen)
 			return fail(-ENAMETOOLONG, why, len, "%s/%s: path too long", db, epoch);
 		if (!is_dir(dir))
@@ -431,14 +453,14 @@ int pm_db_epoch_dir(const char *db, const char *epoch, char *dir, size_t dlen, c
 		int e = -errno;
 		return fail(e, why, len, "%s: %s", db, strerror(-e));
 	}
-	char best[16] = "";
+	char best[32] = "";
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!is_epoch_name(de->d_name) || strcmp(de->d_name, best) <= 0)
+		if (!is_epoch_name(de->d_name) || (best[0] && !epoch_later(de->d_name, best)))
 			continue;
 		char path[PATH_MAX];
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", db, de->d_name) < sizeof path && is_dir(path))
-			memcpy(best, de->d_name, 15);
+			memcpy(best, de->d_name, strlen(de->d_name) + 1); /* <= 21 bytes: an epoch name */
 	}
 	closedir(d);
 	if (!best[0])

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EPOCH_NEW "20261125130102"
@@ -291,6 +292,33 @@ START_TEST(epochs)
 }
 END_TEST
 
+/* Runs started in the same second: the writer names them E, E-1, E-2...;
+ * the latest is the greatest N, numerically (E-10 after E-9). */
+START_TEST(epochs_same_second)
+{
+	char db[PATH_MAX], dir[PATH_MAX + 32], why[512], want[PATH_MAX + 32];
+	const char *t = getenv("TMPDIR");
+	snprintf(db, sizeof db, "%s/pm_db_epochs.XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(db));
+	const char *names[] = { "20261125130102", "20261125130102-1", "20261125130102-9", "20261125130102-10",
+		                "20261125130059-12", "2026112513010x", "20261125130102-", "notes" };
+	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(dir, sizeof dir, "%s/%s", db, names[i]);
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+	}
+	ck_assert_int_eq(pm_db_epoch_dir(db, NULL, dir, sizeof dir, why, sizeof why), 0);
+	snprintf(want, sizeof want, "%s/20261125130102-10", db);
+	ck_assert_str_eq(dir, want);
+	ck_assert_int_eq(pm_db_epoch_dir(db, "20261125130102-9", dir, sizeof dir, why, sizeof why), 0);
+	ck_assert_int_eq(pm_db_epoch_dir(db, "20261125130102-", dir, sizeof dir, why, sizeof why), -ENOENT);
+	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(dir, sizeof dir, "%s/%s", db, names[i]);
+		rmdir(dir);
+	}
+	rmdir(db);
+}
+END_TEST
+
 START_TEST(list_and_find)
 {
 	char dir[PATH_MAX + 32], why[512], file[PATH_MAX + 64], want[PATH_MAX + 96];
@@ -385,6 +413,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, malformed, 0, (int)(sizeof bads / sizeof bads[0]));
 	tcase_add_test(t, missing_file);
 	tcase_add_test(t, epochs);
+	tcase_add_test(t, epochs_same_second);
 	tcase_add_test(t, list_and_find);
 	suite_add_tcase(s, t);
 	TCase *y = tcase_create("symbols");
