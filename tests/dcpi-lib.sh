@@ -44,12 +44,14 @@ set_expr() {
 # Instruction addresses of function $1 (hex, no 0x), in order: objdump's,
 # within nm's extent (objdump lists the alignment padding after a function
 # under it).
+# objdump and nm ran once, in setup (their output in $DCPI_CACHE).
 insns() {
-	ext=$(nm -S --defined-only "$IMAGE" | awk -v f="$1" '$4 == f { print $1, $2; exit }')
-	objdump -d --no-show-raw-insn "$IMAGE" | awk -v f="<$1>:" '
+	[ -n "${DCPI_CACHE:-}" ] || { echo "insns: call setup first" >&2; exit 99; }
+	ext=$(awk -v f="$1" '$4 == f { print $1, $2; exit }' "$DCPI_CACHE/nm")
+	awk -v f="<$1>:" '
 		$2 == f { on = 1; next }
 		on && /^$/ { exit }
-		on && $1 ~ /^[0-9a-f]+:$/ { sub(":", "", $1); print $1 }' |
+		on && $1 ~ /^[0-9a-f]+:$/ { sub(":", "", $1); print $1 }' "$DCPI_CACHE/dis" |
 		while read -r a; do
 			set -- $ext
 			[ $((0x$a)) -lt $((0x$1 + 0x$2)) ] && echo "$a"
@@ -171,6 +173,10 @@ fail() {
 # setup NAME: a private TMPDIR directory with the database in $tmp/db.
 setup() {
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 99
+	DCPI_CACHE=$tmp/cache
+	mkdir "$DCPI_CACHE" || exit 99
+	objdump -d --no-show-raw-insn "$IMAGE" > "$DCPI_CACHE/dis"
+	nm -S --defined-only "$IMAGE" > "$DCPI_CACHE/nm"
 	trap 'rm -rf "$tmp"' EXIT
 	make_db "$tmp/db"
 }
