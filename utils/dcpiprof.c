@@ -355,8 +355,12 @@ int main(int argc, char **argv)
 		VALUE("-pm", pm)
 		VALUE("-sp", sp)
 		VALUE("-s", sp)
-		if (strcmp(a, "-keep") == 0 && more) {
+		if (strcmp(a, "-keep") == 0) {
 			char *end;
+			if (!more) {
+				fprintf(stderr, "%s: -keep needs a value\n", prog);
+				return DCPI_USAGE;
+			}
 			keep = strtod(argv[++i], &end);
 			if (*end || !(keep >= 0 && keep <= 100)) {
 				fprintf(stderr, "%s: -keep %s: a percentage 0-100\n", prog, argv[i]);

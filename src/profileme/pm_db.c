@@ -114,6 +114,7 @@ struct loader {
 	struct pm_db_profile *p;
 	unsigned seen; /* 1 << key */
 	size_t rows_cap;
+	uint64_t *sums; /* [ncols]: each column's sum over the rows, against its total */
 };
 
 #define BAD(L, ...) bad(L, __VA_ARGS__)
@@ -230,8 +231,6 @@ static int event(struct loader *l, const char *rest)
 	if (period != p->period)
 		return BAD(l, "event %s: period %llu differs from the header's %llu", text, (unsigned long long)period,
 		           (unsigned long long)p->period);
-	if (p->ncols >= 64)
-		return BAD(l, "more than 64 event lines");
 	char *vt = dup_n(text, (size_t)(c1 - text));
 	if (!vt)
 		return -ENOMEM;
@@ -268,9 +267,12 @@ static int event(struct loader *l, const char *rest)
 }
 
 /* 0x<pc> <count>... */
-static int row(struct loader *l, char *s, uint64_t *sums)
+static int row(struct loader *l, char *s)
 {
 	struct pm_db_profile *p = l->p;
+	if (!l->sums && !(l->sums = calloc(p->ncols, sizeof *l->sums)))
+		return -ENOMEM;
+	uint64_t *sums = l->sums;
 	char *tok = strtok(s, " \t");
 	uint64_t pc;
 	if (parse_hex(tok, strlen(tok), &pc))
@@ -319,7 +321,6 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 	}
 	struct pm_db_profile *p = calloc(1, sizeof *p);
 	struct loader l = { .file = file, .why = why, .len = len, .p = p };
-	uint64_t sums[64] = { 0 };
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -362,7 +363,7 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 				break;
 			}
 			part = ROWS;
-			err = row(&l, buf, sums);
+			err = row(&l, buf);
 		} else if (part == HEADER) {
 			err = header(&l, buf, klen, rest);
 		} else {
@@ -377,14 +378,16 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 	}
 	for (unsigned c = 0; !err && c < p->ncols; c++) {
 		const struct pm_db_column *col = &p->col[c];
-		if (sums[c] != col->total)
+		uint64_t sum = l.sums ? l.sums[c] : 0;
+		if (sum != col->total)
 			err = fail(-EINVAL, why, len, "%s: event %s: total %llu, but its column sums to %llu", file, col->text,
-			           (unsigned long long)col->total, (unsigned long long)sums[c]);
+			           (unsigned long long)col->total, (unsigned long long)sum);
 		else if (col->value.counter < 0 && col->n != col->total)
 			err = fail(-EINVAL, why, len, "%s: event %s: %llu samples counted but n is %llu", file, col->text,
 			           (unsigned long long)col->total, (unsigned long long)col->n);
 	}
 	free(buf);
+	free(l.sums);
 	fclose(f);
 	if (err) {
 		pm_db_free(p);

@@ -259,6 +259,50 @@ START_TEST(malformed)
 }
 END_TEST
 
+/* Every class over six fields (64 classes, each with a retdelay column: 128
+ * columns, more than any fixed table would hold), one sample of each and a
+ * retdelay of 10: a set's count is 2^(6 - its constraints). */
+START_TEST(every_class)
+{
+	static const char *const f[6] = { "retired", "taken", "valid", "notrap", "dtbmiss", "dfaulttrap" };
+	char path[PATH_MAX], why[512];
+	const char *t = getenv("TMPDIR");
+	snprintf(path, sizeof path, "%s/pm_db_classes.XXXXXX", t && *t ? t : "/tmp");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *o = fdopen(fd, "w");
+	fprintf(o, "name        x\nimage       -\nlabel       profileme\npath        /x\nepoch       20261125130102\n"
+	           "platform    p\ntext_start  0x0\ntext_size   0x10\nbackend     soft\nperiod      7 ns\n"
+	           "fields      retired,taken,valid,notrap,dtbmiss,dfaulttrap,retdelay\n");
+	for (int m = 0; m < 64; m++)
+		for (int counter = 0; counter < 2; counter++) {
+			fprintf(o, "event %d ", counter ? 10 : 1);
+			for (int b = 0; b < 6; b++)
+				fprintf(o, "%s%s%s", b ? "^" : "", m & (1 << b) ? "" : "!", f[b]);
+			fprintf(o, "%s:7:1\n", counter ? ":retdelay" : "");
+		}
+	fprintf(o, "0x4");
+	for (int c = 0; c < 128; c++)
+		fprintf(o, " %d", c % 2 ? 10 : 1);
+	fprintf(o, "\n");
+	fclose(o);
+	struct pm_db_profile *p;
+	int r = pm_db_load(path, &p, why, sizeof why);
+	unlink(path);
+	ck_assert_msg(r == 0, "%s", why);
+	ck_assert_uint_eq(p->ncols, 128);
+	ck_assert_uint_eq(q(p, -1, "any"), 64);
+	ck_assert_uint_eq(q(p, 0, "any"), 64);
+	ck_assert_uint_eq(q(p, -1, "retired"), 32);
+	ck_assert_uint_eq(q(p, -1, "retired^taken"), 16);
+	ck_assert_uint_eq(q(p, -1, "trap^!dtbmiss"), 16);
+	ck_assert_uint_eq(q(p, -1, "retired^taken^valid^notrap^dtbmiss^dfaulttrap"), 1);
+	ck_assert_uint_eq(q(p, -1, "retired:retdelay"), 32 * 10);
+	ck_assert_uint_eq(q(p, -1, "!taken^/valid:retdelay"), 16 * 10);
+	pm_db_free(p);
+}
+END_TEST
+
 START_TEST(missing_file)
 {
 	struct pm_db_profile *p;
@@ -411,6 +455,7 @@ static Suite *suite(void)
 	tcase_add_test(t, queries_from_classes);
 	tcase_add_test(t, class_in_set);
 	tcase_add_loop_test(t, malformed, 0, (int)(sizeof bads / sizeof bads[0]));
+	tcase_add_test(t, every_class);
 	tcase_add_test(t, missing_file);
 	tcase_add_test(t, epochs);
 	tcase_add_test(t, epochs_same_second);
