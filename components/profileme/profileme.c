@@ -31,13 +31,21 @@ typedef struct {
 
 static int profileme_init_component(int cidx)
 {
-	char why[PAPI_MAX_STR_LEN];
+	char why[PAPI_MAX_STR_LEN], chosen[PAPI_MAX_STR_LEN];
 	const struct heritage_backend *b;
+	unsigned n;
+	const struct heritage_backend *table = pm_backends(&n);
 
 	_profileme_vector.cmp_info.CmpIdx = cidx;
 	_profileme_vector.cmp_info.num_native_events = PM_NSTATIC;
-	int err = pm_backend_choose(&b, why, sizeof why);
-	if (err == 0 && strcmp(b->name, "ibs") != 0)
+	/* Disabled only when nothing can sample here.  A backend forced by
+	 * PAPI_HERITAGE_PROFILEME_BACKEND that cannot count leaves the
+	 * component listed, and adding an event says why (PAPI_ENOSUPP), as
+	 * the other components do with a forced backend. */
+	int err = heritage_backend_any_usable(table, n, why, sizeof why);
+	if (err == 0 && pm_backend_choose(&b, chosen, sizeof chosen) != 0)
+		heritage_component_limits(&_profileme_vector, "DCPI ProfileMe instruction samples", chosen);
+	else if (err == 0 && strcmp(b->name, "ibs") != 0)
 		heritage_component_limits(&_profileme_vector, "DCPI ProfileMe instruction samples",
 		                          "no IBS: single-stepped samples");
 	return heritage_component_status(&_profileme_vector, err, why);

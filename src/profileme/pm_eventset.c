@@ -28,7 +28,7 @@ int pm_eventset_set(struct pm_eventset *s, const unsigned *codes, unsigned n)
 	if (n) {
 		int err = pm_backend_choose(&b, why, sizeof why);
 		if (err)
-			return heritage_fail(err, "profileme: no backend can sample here: %s", why);
+			return heritage_fail(err, "profileme: %s", why);
 		if ((err = pm_period_for(b, &period, why, sizeof why)))
 			return heritage_fail_msg(err, why);
 	}
