@@ -1,8 +1,9 @@
 /*
  * Unit tests of the database writer (src/profileme/pm_db_write.c): samples
  * constructed here go through pm_db_writer_open/add/close, and the files are
- * read back by a small reader of the format in pm_db.h (not pm_db_load, so
- * the two halves check each other's reading of the documentation).  The
+ * read back by a small reader of the format in pm_db.h (so the writer is
+ * checked against the documentation, not only against the tools' reader),
+ * then by pm_db_load, the tools' strict reader.  The
  * expected classes are spelled out by hand; the expected vaddrs come from
  * dl_iterate_phdr (the loader's bias), not from the maps the writer reads.
  */
@@ -285,6 +286,32 @@ START_TEST(classes_totals_and_vaddrs_of_this_program)
 			ck_assert_msg(r.v[i][c] == want_v[i][c], "row 0x%" PRIx64 " column %d: %" PRIu64 ", want %" PRIu64,
 			              r.pc[i], c, r.v[i][c], want_v[i][c]);
 	}
+
+	/* The strict reader of the tools takes the file, and answers sets
+	 * from its classes: retired (A), !retired (B + C), valid (all 7),
+	 * retired:retdelay (28), arithtrap at tpm_two (1). */
+	char file[PATH_MAX * 2];
+	snprintf(file, sizeof file, "%s/%s", dir, name);
+	struct pm_db_profile *p;
+	ck_assert_msg(pm_db_load(file, &p, why, sizeof why) == 0, "pm_db_load: %s", why);
+	ck_assert_uint_eq(p->ncols, 4);
+	ck_assert_uint_eq(p->nrows, 3);
+	ck_assert_uint_eq(p->period, 1000);
+	ck_assert_str_eq(p->backend, "soft");
+	ck_assert_uint_eq(p->fields, fields);
+	struct pm_value q;
+	ck_assert_int_eq(pm_value_parse("retired", &q, why, sizeof why), 0);
+	ck_assert_uint_eq(pm_db_value(p, -1, &q), 4);
+	ck_assert_int_eq(pm_value_parse("!retired", &q, why, sizeof why), 0);
+	ck_assert_uint_eq(pm_db_value(p, -1, &q), 3);
+	ck_assert_int_eq(pm_value_parse("valid", &q, why, sizeof why), 0);
+	ck_assert_uint_eq(pm_db_value(p, -1, &q), 7);
+	ck_assert_int_eq(pm_value_parse("retired:retdelay", &q, why, sizeof why), 0);
+	ck_assert_uint_eq(pm_db_value(p, -1, &q), 28);
+	ck_assert_int_eq(pm_value_parse("arithtrap", &q, why, sizeof why), 0);
+	ck_assert_uint_eq(pm_db_value(p, i2, &q), 1);
+	ck_assert_uint_eq(pm_db_value(p, i1, &q), 0);
+	pm_db_free(p);
 	rm_rf(db);
 }
 END_TEST
@@ -335,9 +362,17 @@ START_TEST(libraries_vdso_anon_and_unknown)
 	ck_assert(find_image(dir, "[anon]", &r, NULL, 0));
 	ck_assert_int_eq(r.nrows, 1);
 	ck_assert_uint_eq(r.pc[0], (uintptr_t)anon + 16);
-	ck_assert(find_image(dir, "[unknown]", &r, NULL, 0));
+	char uname_[PATH_MAX], file[PATH_MAX * 2];
+	ck_assert(find_image(dir, "[unknown]", &r, uname_, sizeof uname_));
 	ck_assert_int_eq(r.nrows, 1);
 	ck_assert_uint_eq(r.pc[0], 0x40);
+	/* A pseudo-image is a profile the tools' reader takes too. */
+	snprintf(file, sizeof file, "%s/%s", dir, uname_);
+	struct pm_db_profile *p;
+	ck_assert_msg(pm_db_load(file, &p, why, sizeof why) == 0, "pm_db_load: %s", why);
+	ck_assert_uint_eq(p->nrows, 1);
+	ck_assert_uint_eq(p->pc[0], 0x40);
+	pm_db_free(p);
 	ck_assert_uint_eq(r.v[0][0], 2);
 	ck_assert_str_eq(hdr(&r, "text_start"), "0x40");
 	ck_assert_str_eq(hdr(&r, "text_size"), "0x1");
