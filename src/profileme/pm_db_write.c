@@ -502,7 +502,21 @@ static int write_image(const struct pm_db_writer *w, const char *epoch, const ch
 	}
 
 	int err = 0;
-	FILE *f = fopen(name, "we");
+	/* Two files of one basename, mtime and size (copies in two
+	 * directories) must not share a file: _2, _3... for the later ones
+	 * (the readers find an image by its path header). */
+	FILE *f = NULL;
+	size_t nl = strlen(name);
+	for (int k = 2; !f; k++) {
+		int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			f = fdopen(fd, "w");
+		if (fd >= 0 && !f)
+			close(fd);
+		if (f || errno != EEXIST || k > 999)
+			break;
+		snprintf(name + nl, sizeof name - nl, "_%d", k);
+	}
 	if (!f) {
 		err = -errno;
 		snprintf(why, len, "profileme: cannot write %s: %s", name, strerror(errno));

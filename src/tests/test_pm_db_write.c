@@ -457,6 +457,138 @@ START_TEST(no_samples_empty_epoch)
 }
 END_TEST
 
+/* The file offset of ELF vaddr v of the main program (its PT_LOAD). */
+static int off_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uint64_t *v = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && v[0] >= ph->p_vaddr && v[0] < ph->p_vaddr + ph->p_filesz) {
+			v[1] = v[0] - ph->p_vaddr + ph->p_offset;
+			return 1;
+		}
+	}
+	return 1; /* the first object is the program */
+}
+
+/* Two copies of one file (same basename, mtime, size) mapped executable
+ * from offset 0 (so a PC's mapping offset is its file offset, not the
+ * segment's): two image files, each PC at the program's ELF vaddr. */
+START_TEST(copies_of_one_file_and_file_offsets)
+{
+	char *db = mkdb(), why[512], dir[PATH_MAX], exe[PATH_MAX], cmd[PATH_MAX * 3], copy[2][PATH_MAX];
+	ck_assert(realpath("/proc/self/exe", exe));
+	uint64_t v[2] = { (uintptr_t)tpm_one - obj_of((const void *)tpm_one).bias, UINT64_MAX };
+	dl_iterate_phdr(off_cb, v);
+	ck_assert(v[1] != UINT64_MAX);
+	struct pm_db_writer *w;
+	uint32_t k = B(RETIRED) | B(NOTRAP);
+	ck_assert_int_eq(pm_db_writer_open(&w, db, "soft", "ns", 1000, k, why, sizeof why), 0);
+	void *map[2];
+	size_t len = 0;
+	for (int i = 0; i < 2; i++) {
+		snprintf(copy[i], sizeof copy[i], "%s/c%d", db, i);
+		ck_assert_int_eq(mkdir(copy[i], 0700), 0);
+		strcat(copy[i], "/prog.copy");
+		snprintf(cmd, sizeof cmd, "cp -p '%s' '%s'", exe, copy[i]);
+		ck_assert_int_eq(system(cmd), 0);
+		FILE *f = fopen(copy[i], "r");
+		ck_assert_ptr_nonnull(f);
+		struct stat st;
+		ck_assert_int_eq(fstat(fileno(f), &st), 0);
+		len = (size_t)st.st_size;
+		map[i] = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fileno(f), 0);
+		fclose(f);
+		if (map[i] == MAP_FAILED && errno == EPERM) {
+			printf("copies_of_one_file_and_file_offsets: %s is noexec, not checked\n", db);
+			pm_db_writer_discard(w);
+			rm_rf(db);
+			return;
+		}
+		ck_assert_ptr_ne(map[i], MAP_FAILED);
+		struct pm_sample s = smp((char *)map[i] + v[1], k, k, -1);
+		for (int n = 0; n <= i; n++)
+			pm_db_writer_add(w, &s);
+	}
+	ck_assert_int_eq(pm_db_writer_finish(w, 0, dir, sizeof dir, why, sizeof why), 0);
+	static struct rd r;
+	char name[2][PATH_MAX];
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(find_image(dir, copy[i], &r, name[i], sizeof name[i]), "no file for %s", copy[i]);
+		ck_assert_int_eq(r.nrows, 1);
+		ck_assert_uint_eq(r.pc[0], v[0]);
+		ck_assert_uint_eq(r.v[0][0], (uint64_t)i + 1);
+		ck_assert_str_eq(hdr(&r, "name"), "prog.copy");
+		munmap(map[i], len);
+	}
+	ck_assert_str_ne(name[0], name[1]);
+	ck_assert_ptr_nonnull(strstr(name[0], "prog.copy_"));
+	rm_rf(db);
+}
+END_TEST
+
+/* An ELF file made here whose executable segment's vaddr is not its file
+ * offset (0x7a1000 against 0x1000), mapped from offset 0x1000: a PC at
+ * mapping + 0x123 is vaddr 0x7a1123; one past the segment's file bytes
+ * (mapping + 0x900) stays at its file offset, 0x1900. */
+START_TEST(elf_vaddr_is_not_the_file_offset)
+{
+	char *db = mkdb(), why[512], dir[PATH_MAX], elf[PATH_MAX];
+	snprintf(elf, sizeof elf, "%s/made.elf", db);
+	static unsigned char img[0x2000];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof *eh;
+	eh->e_ehsize = sizeof *eh;
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = 2;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof *eh);
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0, .p_vaddr = 0x400000,
+	                      .p_filesz = 0x1000, .p_memsz = 0x1000, .p_align = 0x1000 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0x1000, .p_vaddr = 0x7a1000,
+	                      .p_filesz = 0x800, .p_memsz = 0x800, .p_align = 0x1000 };
+	FILE *f = fopen(elf, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(img, 1, sizeof img, f), sizeof img);
+	fclose(f);
+	f = fopen(elf, "r");
+	ck_assert_ptr_nonnull(f);
+	char *m = mmap(NULL, 0x1000, PROT_READ | PROT_EXEC, MAP_PRIVATE, fileno(f), 0x1000);
+	fclose(f);
+	if (m == MAP_FAILED) {
+		/* TMPDIR mounted noexec: no executable mapping of a file there. */
+		ck_assert_int_eq(errno, EPERM);
+		printf("elf_vaddr_is_not_the_file_offset: %s is noexec, not checked\n", db);
+		rm_rf(db);
+		return;
+	}
+	struct pm_db_writer *w;
+	uint32_t k = B(RETIRED) | B(NOTRAP);
+	ck_assert_int_eq(pm_db_writer_open(&w, db, "soft", "ns", 1000, k, why, sizeof why), 0);
+	struct pm_sample s = smp(m + 0x123, k, k, -1);
+	pm_db_writer_add(w, &s);
+	s = smp(m + 0x900, k, k, -1);
+	pm_db_writer_add(w, &s);
+	ck_assert_int_eq(pm_db_writer_finish(w, 0, dir, sizeof dir, why, sizeof why), 0);
+	munmap(m, 0x1000);
+	static struct rd r;
+	ck_assert(find_image(dir, elf, &r, NULL, 0));
+	ck_assert_int_eq(r.nrows, 2);
+	ck_assert_uint_eq(r.pc[0], 0x1900);
+	ck_assert_uint_eq(r.pc[1], 0x7a1123);
+	ck_assert_str_eq(hdr(&r, "text_start"), "0x7a1000");
+	ck_assert_str_eq(hdr(&r, "text_size"), "0x800");
+	rm_rf(db);
+}
+END_TEST
+
 /* Many (pc, class) pairs: the table grows and nothing is lost or split. */
 START_TEST(many_pcs_grow_the_table)
 {
@@ -498,6 +630,8 @@ int main(void)
 	tcase_add_test(tc, unwritable_db_and_discard);
 	tcase_add_test(tc, no_samples_empty_epoch);
 	tcase_add_test(tc, many_pcs_grow_the_table);
+	tcase_add_test(tc, copies_of_one_file_and_file_offsets);
+	tcase_add_test(tc, elf_vaddr_is_not_the_file_offset);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
