@@ -9,7 +9,9 @@
  * unless told otherwise, and ignore other names.  An epoch appears whole: the writer fills a hidden
  * <DB>/.<epoch>.<pid>.tmpXXXXXX/ and renames it (readers skip names starting with
  * '.').  In it, one text file per image that has samples,
- * <basename>_<image-id> for a file, or the pseudo-image's name for code with
+ * <basename>_<image-id> for a file (_2, _3... after it for another file of
+ * the same basename and id: copies in two directories; readers go by the
+ * `path` header), or the pseudo-image's name for code with
  * no file: [vdso], [anon] (anonymous executable memory: JIT code), [unknown]
  * (a PC in no executable mapping when the run ended), or another bracketed
  * name of the maps.  Each file is in the shape of DCPI's dcpicat output:
