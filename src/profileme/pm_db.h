@@ -4,17 +4,19 @@
  *
  * A database is a directory (-db DIR or DCPIDB).  Each run writes one epoch
  * subdirectory, <DB>/<epoch>/, epoch = yyyymmddhhmmss (UTC) of the run's
- * start, with -1, -2... appended when a run of the same second took the name;
- * the tools read the latest epoch (the latest second, then the greatest -N)
- * unless told otherwise, and ignore other names.  An epoch appears whole: the writer fills a hidden
- * <DB>/.<epoch>.<pid>.tmpXXXXXX/ and renames it (readers skip names starting with
- * '.').  In it, one text file per image that has samples,
+ * start, with -1, -2... appended when a run of the same second took the
+ * name; the tools read the latest epoch (the latest second, then the
+ * greatest -N) unless told otherwise, and ignore other names.  An epoch
+ * appears whole: the writer fills a hidden <DB>/.<epoch>.<pid>.tmpXXXXXX/
+ * and renames it (readers skip names starting with '.').
+ *
+ * In an epoch, one text file per image that has samples:
  * <basename>_<image-id> for a file (_2, _3... after it for another file of
- * the same basename and id: copies in two directories; readers go by the
- * `path` header), or the pseudo-image's name for code with
- * no file: [vdso], [anon] (anonymous executable memory: JIT code), [unknown]
- * (a PC in no executable mapping when the run ended), or another bracketed
- * name of the maps.  Each file is in the shape of DCPI's dcpicat output:
+ * the same basename and id, copies in two directories: readers go by the
+ * `path` header), or the pseudo-image's name for code with no file: [vdso],
+ * [anon] (anonymous executable memory: JIT code), [unknown] (a PC in no
+ * executable mapping when the run ended), or another bracketed name of the
+ * maps.  Each file is in the shape of DCPI's dcpicat output:
  *
  *   name        a.out
  *   image       20261125124101+0001f3a8        the file's mtime (UTC) + its size, hex
