@@ -106,15 +106,25 @@ static void mode_events(void)
 	for (int i = 0; i < N; i++)
 		EXPECT(p > 0 && v[i] % p == 0, "%s = %lld is not a multiple of the period %lld", names[i], v[i], p);
 	EXPECT(v[ANY] > 0, "no samples at all");
-	EXPECT_EQ("retired = retired^notrap + retired^!notrap", v[RETIRED], v[RET_NOTRAP] + v[RET_TRAP]);
-	EXPECT_EQ("trap = any - notrap (exactly one trap bit per sample)", v[TRAP], v[ANY] - v[NOTRAP]);
+	if (ibs) {
+		/* IBS leaves a trap unknown where its register bits are not
+		 * valid (a load without DcLinAddrValid, profileme(3) IBS
+		 * FIELDS): such a sample is in neither notrap nor trap. */
+		EXPECT(v[RET_NOTRAP] + v[RET_TRAP] <= v[RETIRED], "retired^notrap + retired^!notrap > retired");
+		EXPECT(v[TRAP] + v[NOTRAP] <= v[ANY], "trap + notrap > any");
+	} else {
+		EXPECT_EQ("retired = retired^notrap + retired^!notrap", v[RETIRED], v[RET_NOTRAP] + v[RET_TRAP]);
+		EXPECT_EQ("trap = any - notrap (exactly one trap bit per sample)", v[TRAP], v[ANY] - v[NOTRAP]);
+	}
 	EXPECT_EQ("default = any", v[DEFAULT], v[ANY]);
 	EXPECT(v[RETIRED] <= v[ANY], "retired %lld > any %lld", v[RETIRED], v[ANY]);
 	if (ibs) {
-		/* 2 instructions per iteration of each loop, 3 in pm_unaligned */
-		double want = 2.0 * 3 * (double)n + 3.0 * (double)n;
-		EXPECT(v[ANY] > 0.75 * want && v[ANY] < 1.25 * want, "any = %lld ops, the loops ran %.0f instructions",
-		       v[ANY], want);
+		/* 2 instructions per iteration of each loop, 3 in pm_unaligned;
+		 * IBS counts dispatched ops, and a fused sub+jnz may be one:
+		 * between 1 and 3 ops per iteration. */
+		double lo = 1.0 * 4 * (double)n, hi = 3.0 * 4 * (double)n;
+		EXPECT(v[ANY] > 0.75 * lo && v[ANY] < 1.25 * hi, "any = %lld ops, the loops ran %.0f..%.0f ops", v[ANY],
+		       lo, hi);
 	} else {
 		EXPECT(v[ANY] > 0.7 * (double)cpu && v[ANY] < 1.3 * (double)cpu,
 		       "any = %lld ns, the thread ran %lld ns of CPU time", v[ANY], cpu);
