@@ -22,6 +22,18 @@ int heritage_fail_msg(int err, const char *why)
 	return err;
 }
 
+int heritage_fail_why(int err, char *why, size_t len, const char *fmt, ...)
+{
+	char buf[sizeof last_error];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (why && len)
+		snprintf(why, len, "%s", buf);
+	return heritage_fail_msg(err, buf);
+}
+
 const char *heritage_last_error(void)
 {
 	return last_error;

@@ -21,6 +21,9 @@
 int heritage_fail(int err, const char *fmt, ...) HERITAGE_PRINTF(2, 3);
 /* Records a message already formatted into why (as the watch backends do). */
 int heritage_fail_msg(int err, const char *why);
+/* Both: formats the message into why[len] (when given) for a caller that
+ * passes reasons up, and records it for this thread.  Returns err. */
+int heritage_fail_why(int err, char *why, size_t len, const char *fmt, ...) HERITAGE_PRINTF(4, 5);
 const char *heritage_last_error(void);
 void heritage_clear_error(void);
 

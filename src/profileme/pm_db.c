@@ -22,18 +22,6 @@
 
 #include "common/heritage_error.h"
 
-static int fail(int err, char *why, size_t len, const char *fmt, ...) HERITAGE_PRINTF(4, 5);
-static int fail(int err, char *why, size_t len, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (why && len)
-		snprintf(why, len, "%s", buf);
-	return heritage_fail_msg(err, buf);
-}
 
 /* A decimal count: digits only, no sign, no overflow. */
 static int parse_u64(const char *s, size_t n, uint64_t *out)
@@ -126,7 +114,7 @@ static int bad(struct loader *l, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return fail(-EINVAL, l->why, l->len, "%s:%u: %s", l->file, l->line, msg);
+	return heritage_fail_why(-EINVAL, l->why, l->len, "%s:%u: %s", l->file, l->line, msg);
 }
 
 static char *dup_n(const char *s, size_t n)
@@ -317,7 +305,7 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 	FILE *f = fopen(file, "re");
 	if (!f) {
 		int e = -errno;
-		return fail(e, why, len, "%s: %s", file, strerror(-e));
+		return heritage_fail_why(e, why, len, "%s: %s", file, strerror(-e));
 	}
 	struct pm_db_profile *p = calloc(1, sizeof *p);
 	struct loader l = { .file = file, .why = why, .len = len, .p = p };
@@ -371,7 +359,7 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 		}
 	}
 	if (!err && ferror(f))
-		err = fail(-EIO, why, len, "%s: read error", file);
+		err = heritage_fail_why(-EIO, why, len, "%s: read error", file);
 	if (!err && part == HEADER) {
 		l.line++;
 		err = BAD(&l, "no event line (a profile has at least one column)");
@@ -380,10 +368,10 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 		const struct pm_db_column *col = &p->col[c];
 		uint64_t sum = l.sums ? l.sums[c] : 0;
 		if (sum != col->total)
-			err = fail(-EINVAL, why, len, "%s: event %s: total %llu, but its column sums to %llu", file, col->text,
+			err = heritage_fail_why(-EINVAL, why, len, "%s: event %s: total %llu, but its column sums to %llu", file, col->text,
 			           (unsigned long long)col->total, (unsigned long long)sum);
 		else if (col->value.counter < 0 && col->n != col->total)
-			err = fail(-EINVAL, why, len, "%s: event %s: %llu samples counted but n is %llu", file, col->text,
+			err = heritage_fail_why(-EINVAL, why, len, "%s: event %s: %llu samples counted but n is %llu", file, col->text,
 			           (unsigned long long)col->total, (unsigned long long)col->n);
 	}
 	free(buf);
@@ -441,20 +429,20 @@ static int is_dir(const char *path)
 int pm_db_epoch_dir(const char *db, const char *epoch, char *dir, size_t dlen, char *why, size_t len)
 {
 	if (!is_dir(db))
-		return fail(-ENOENT, why, len, "no profile database: %s is not a directory", db);
+		return heritage_fail_why(-ENOENT, why, len, "no profile database: %s is not a directory", db);
 	if (epoch) {
 		if (!is_epoch_name(epoch))
-			return fail(-ENOENT, why, len, "epoch \"%s\" is not yyyymmddhhmmss[-N]", epoch);
+			return heritage_fail_why(-ENOENT, why, len, "epoch \"%s\" is not yyyymmddhhmmss[-N]", epoch);
 		if ((size_t)snprintf(dir, dlen, "%s/%s", db, epoch) >= dlen)
-			return fail(-ENAMETOOLONG, why, len, "%s/%s: path too long", db, epoch);
+			return heritage_fail_why(-ENAMETOOLONG, why, len, "%s/%s: path too long", db, epoch);
 		if (!is_dir(dir))
-			return fail(-ENOENT, why, len, "no epoch %s in %s", epoch, db);
+			return heritage_fail_why(-ENOENT, why, len, "no epoch %s in %s", epoch, db);
 		return 0;
 	}
 	DIR *d = opendir(db);
 	if (!d) {
 		int e = -errno;
-		return fail(e, why, len, "%s: %s", db, strerror(-e));
+		return heritage_fail_why(e, why, len, "%s: %s", db, strerror(-e));
 	}
 	char best[32] = "";
 	struct dirent *de;
@@ -467,10 +455,10 @@ int pm_db_epoch_dir(const char *db, const char *epoch, char *dir, size_t dlen, c
 	}
 	closedir(d);
 	if (!best[0])
-		return fail(-ENOENT, why, len, "no epoch in %s (no yyyymmddhhmmss directory: has profileme-run written it?)",
+		return heritage_fail_why(-ENOENT, why, len, "no epoch in %s (no yyyymmddhhmmss directory: has profileme-run written it?)",
 		            db);
 	if ((size_t)snprintf(dir, dlen, "%s/%s", db, best) >= dlen)
-		return fail(-ENAMETOOLONG, why, len, "%s/%s: path too long", db, best);
+		return heritage_fail_why(-ENAMETOOLONG, why, len, "%s/%s: path too long", db, best);
 	return 0;
 }
 
@@ -494,7 +482,7 @@ int pm_db_list(const char *epoch_dir, char ***files, char *why, size_t len)
 	DIR *d = opendir(epoch_dir);
 	if (!d) {
 		int e = -errno;
-		return fail(e, why, len, "%s: %s", epoch_dir, strerror(-e));
+		return heritage_fail_why(e, why, len, "%s: %s", epoch_dir, strerror(-e));
 	}
 	size_t n = 0, cap = 8;
 	char **v = malloc(cap * sizeof *v);
@@ -527,7 +515,7 @@ int pm_db_list(const char *epoch_dir, char ***files, char *why, size_t len)
 		if (v)
 			v[n] = NULL;
 		list_free(v);
-		return fail(err, why, len, "%s: out of memory", epoch_dir);
+		return heritage_fail_why(err, why, len, "%s: out of memory", epoch_dir);
 	}
 	qsort(v, n, sizeof *v, cmp_str);
 	v[n] = NULL;
@@ -592,14 +580,14 @@ int pm_db_find(const char *epoch_dir, const char *image_path, char *file, size_t
 	const char *hit = by_path ? by_path : nname == 1 ? by_name : NULL;
 	if (hit) {
 		if ((size_t)snprintf(file, flen, "%s", hit) >= flen)
-			err = fail(-ENAMETOOLONG, why, len, "%s: path too long", hit);
+			err = heritage_fail_why(-ENAMETOOLONG, why, len, "%s: path too long", hit);
 	} else if (nname > 1) {
-		err = fail(-ENOENT, why, len,
+		err = heritage_fail_why(-ENOENT, why, len,
 		           "%s: %u profiles of images named %s in %s, none with path %s: name the image by the path it was "
 		           "profiled at",
 		           image_path, nname, base, epoch_dir, rp ? rp : image_path);
 	} else {
-		err = fail(-ENOENT, why, len, "unknown image %s: no profile for it in %s (profiled images: %s)", image_path,
+		err = heritage_fail_why(-ENOENT, why, len, "unknown image %s: no profile for it in %s (profiled images: %s)", image_path,
 		           epoch_dir, nlen ? names : "none");
 	}
 	list_free(files);

@@ -49,18 +49,6 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-static int fail(int err, char *why, size_t len, const char *fmt, ...) HERITAGE_PRINTF(4, 5);
-static int fail(int err, char *why, size_t len, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (why && len)
-		snprintf(why, len, "%s", buf);
-	return heritage_fail_msg(err, buf);
-}
 
 struct entry {
 	struct pm_func f;
@@ -139,19 +127,19 @@ int pm_symbols_open(const char *path, struct pm_symbols **out, char *why, size_t
 	elf_version(EV_CURRENT);
 	struct pm_symbols *s = calloc(1, sizeof *s);
 	if (!s)
-		return fail(-ENOMEM, why, len, "out of memory");
+		return heritage_fail_why(-ENOMEM, why, len, "out of memory");
 	s->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0) {
 		int e = -errno;
 		free(s);
-		return fail(e, why, len, "%s: %s", path, strerror(-e));
+		return heritage_fail_why(e, why, len, "%s: %s", path, strerror(-e));
 	}
 	s->dwfl = dwfl_begin(&offline_callbacks);
 	int dfd = s->dwfl ? dup(s->fd) : -1;
 	/* dwfl_report_offline takes dfd (closes it with the module). */
 	s->mod = dfd >= 0 ? dwfl_report_offline(s->dwfl, path, path, dfd) : NULL;
 	if (!s->mod) {
-		int e = fail(-EINVAL, why, len, "%s: not an ELF file libdwfl can read: %s", path, dwfl_errmsg(-1));
+		int e = heritage_fail_why(-EINVAL, why, len, "%s: not an ELF file libdwfl can read: %s", path, dwfl_errmsg(-1));
 		if (dfd >= 0 && !s->dwfl)
 			close(dfd);
 		pm_symbols_close(s);
@@ -159,7 +147,7 @@ int pm_symbols_open(const char *path, struct pm_symbols **out, char *why, size_t
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (!dwfl_module_getelf(s->mod, &s->bias)) {
-		int e = fail(-EINVAL, why, len, "%s: %s", path, dwfl_errmsg(-1));
+		int e = heritage_fail_why(-EINVAL, why, len, "%s: %s", path, dwfl_errmsg(-1));
 		pm_symbols_close(s);
 		return e;
 	}
@@ -167,7 +155,7 @@ int pm_symbols_open(const char *path, struct pm_symbols **out, char *why, size_t
 	int err = build_functions(s);
 	if (err) {
 		pm_symbols_close(s);
-		return fail(err, why, len, "out of memory");
+		return heritage_fail_why(err, why, len, "out of memory");
 	}
 	Dwarf_Addr dbias;
 	s->has_lines = dwfl_module_getdwarf(s->mod, &dbias) != NULL;
