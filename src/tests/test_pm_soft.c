@@ -1,0 +1,424 @@
+/*
+ * Unit tests of the soft ProfileMe backend (src/profileme/pm_soft.c):
+ * timer-chosen instructions single-stepped and decoded.  The expectations
+ * come from the loops' construction (src/tests/pm_soft_loops.S: a branch
+ * taken exactly 3 times in 4, a function given 3 times the iterations of its
+ * twin, a division by zero, loads at chosen addresses, stores to fresh
+ * pages) and from the thread's CPU time read here with clock_gettime, never
+ * from the backend.  Needs single-stepping (HERITAGE_MECH_SINGLE_STEP):
+ * skipped (77) with the probe's reason when it is missing; no perf.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "common/heritage_probe.h"
+#include "profileme/pm_collect.h"
+#include "profileme/pm_soft.h"
+
+extern void pm_loop34(long n, int fd, void *buf);
+extern char pm_loop34_branch[];
+extern void pm_div0(long n, int fd, void *buf);
+extern char pm_div0_insn[], pm_div0_next[];
+extern void pm_load_after_read(long n, int fd, void *buf, const void *p);
+extern char pm_load_insn[];
+extern void pm_store_after_read(long n, int fd, void *buf, char *p, long stride);
+extern char pm_store_insn[];
+extern void pm_work_a(long n), pm_work_b(long n);
+extern char pm_work_a_end[], pm_work_b_end[];
+
+#define MAXS 20000
+static struct pm_sample got[MAXS];
+static unsigned ngot;
+
+static void keep(void *arg, const struct pm_sample *s)
+{
+	(void)arg;
+	if (ngot < MAXS)
+		got[ngot++] = *s;
+}
+
+static const struct heritage_backend *soft_backend(void)
+{
+	unsigned n;
+	const struct heritage_backend *t = pm_backends(&n);
+	for (unsigned i = 0; i < n; i++)
+		if (t[i].ops == (const void *)&pm_soft_ops)
+			return &t[i];
+	ck_abort_msg("no soft backend in the table");
+	return NULL;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int zero_fd = -1;
+static char *rbuf;
+
+static void setup(void)
+{
+	zero_fd = open("/dev/zero", O_RDONLY);
+	ck_assert_int_ge(zero_fd, 0);
+	rbuf = malloc(1 << 20);
+	ck_assert_ptr_nonnull(rbuf);
+	ngot = 0;
+}
+
+/* Every sample: exactly one trap bit, and nothing known the backend does
+ * not produce. */
+static void check_all(void)
+{
+	for (unsigned i = 0; i < ngot; i++) {
+		ck_assert_msg(pm_sample_trap(&got[i]) >= 0, "sample %u at %#llx has %s trap bit", i,
+		              (unsigned long long)got[i].pc, (got[i].value & PM_TRAPS_MASK) ? "more than one" : "no");
+		ck_assert_msg((got[i].known & ~pm_soft_ops.fields) == 0, "sample %u knows %#x outside the fields %#x", i,
+		              got[i].known, pm_soft_ops.fields);
+		ck_assert_msg((got[i].value & ~got[i].known) == 0, "sample %u: a value outside known", i);
+		ck_assert(got[i].known & PM_FIELD_BIT(PM_RETIRED));
+		ck_assert(!(got[i].known & (PM_FIELD_BIT(PM_CBRMISPREDICT) | PM_FIELD_BIT(PM_MISPREDICT))));
+	}
+}
+
+static int has(const struct pm_sample *s, enum pm_field f)
+{
+	return (s->value & PM_FIELD_BIT(f)) != 0;
+}
+
+static int knows(const struct pm_sample *s, enum pm_field f)
+{
+	return (s->known & PM_FIELD_BIT(f)) != 0;
+}
+
+static struct pm_thread th;
+static double cpu0;
+
+static void begin(uint64_t period)
+{
+	char why[256] = "";
+	int err = pm_thread_start(&th, soft_backend(), period, why, sizeof why);
+	ck_assert_msg(err == 0, "start: %s", why);
+	cpu0 = cpu_s();
+}
+
+/* Returns the thread CPU seconds spent sampled. */
+static double end(void)
+{
+	double cpu = cpu_s() - cpu0;
+	struct pm_soft_stats st;
+	ck_assert_int_eq(pm_soft_stats(&th, &st), 0);
+	pm_thread_stop(&th, keep, NULL);
+	fprintf(stderr,
+	        "  %.3f s CPU: %u samples (%.0f/s), signals %llu steps %llu faults %llu unstepped %llu undecoded %llu "
+	        "busy %llu stuck %llu lost %llu\n",
+	        cpu, ngot, ngot / cpu, (unsigned long long)st.signals, (unsigned long long)st.steps,
+	        (unsigned long long)st.faults, (unsigned long long)st.unstepped, (unsigned long long)st.undecoded,
+	        (unsigned long long)st.busy, (unsigned long long)st.stuck, (unsigned long long)th.lost);
+	ck_assert_uint_eq(st.stuck, 0);
+	check_all();
+	return cpu;
+}
+
+/* Iterations of a loop for `seconds` of CPU, from a timed trial run of
+ * `trial` iterations (run(n) runs n). */
+static long iters_for(double seconds, void (*run)(long n), long trial)
+{
+	double a = cpu_s();
+	run(trial);
+	double per = (cpu_s() - a) / trial;
+	return (long)(seconds / per) + 1;
+}
+
+static void run_loop34(long n)
+{
+	pm_loop34(n, zero_fd, rbuf);
+}
+
+static void run_div0(long n)
+{
+	pm_div0(n, zero_fd, rbuf);
+}
+
+static char *load_at;
+static void run_load(long n)
+{
+	pm_load_after_read(n, zero_fd, rbuf, load_at);
+}
+
+static void run_work(long n)
+{
+	pm_work_a(n);
+}
+
+static int probe_or_skip(void)
+{
+	const struct heritage_probe_result *r = heritage_probe(HERITAGE_MECH_SINGLE_STEP);
+	if (r->state != HERITAGE_PROBE_WORKS) {
+		fprintf(stderr, "test_pm_soft skipped: single_step: %s\n", r->evidence);
+		return 0;
+	}
+	return 1;
+}
+
+START_TEST(branch_taken_three_in_four)
+{
+	long n = iters_for(1.15, run_loop34, 2000);
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	pm_loop34(n, zero_fd, rbuf);
+	end();
+	unsigned at = 0, taken = 0, other_taken_known = 0;
+	for (unsigned i = 0; i < ngot; i++) {
+		if (got[i].pc == (uintptr_t)pm_loop34_branch) {
+			at++;
+			ck_assert(knows(&got[i], PM_TAKEN));
+			ck_assert(has(&got[i], PM_RETIRED) && has(&got[i], PM_VALID) && has(&got[i], PM_NOTRAP));
+			taken += has(&got[i], PM_TAKEN);
+		} else if (knows(&got[i], PM_TAKEN)) {
+			other_taken_known++;
+		}
+	}
+	fprintf(stderr, "  branch: %u samples, %u taken (%.1f %%, expected 75 %%)\n", at, taken,
+	        at ? 100.0 * taken / at : 0.0);
+	ck_assert_uint_ge(at, 200);
+	double f = (double)taken / at;
+	ck_assert_msg(f > 0.67 && f < 0.83, "taken %.3f of %u samples, not 0.75 +- 0.08", f, at);
+}
+END_TEST
+
+START_TEST(time_split_three_to_one)
+{
+	long n = iters_for(1.3 / 40 / 4, run_work, 4000000);
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	/* Interleaved, so that drift in the machine's speed hits both. */
+	for (int r = 0; r < 40; r++) {
+		pm_work_a(3 * n);
+		pm_work_b(n);
+	}
+	double cpu = end();
+	unsigned a = 0, b = 0;
+	for (unsigned i = 0; i < ngot; i++) {
+		uintptr_t pc = got[i].pc;
+		a += pc >= (uintptr_t)pm_work_a && pc < (uintptr_t)pm_work_a_end;
+		b += pc >= (uintptr_t)pm_work_b && pc < (uintptr_t)pm_work_b_end;
+	}
+	fprintf(stderr, "  a %u b %u: a is %.1f %% (expected 75 %%)\n", a, b, a + b ? 100.0 * a / (a + b) : 0.0);
+	ck_assert_uint_ge(a + b, 200);
+	double f = (double)a / (a + b);
+	ck_assert_msg(f > 0.68 && f < 0.82, "a has %.3f of %u samples, not 0.75 +- 0.07", f, a + b);
+	/* The period: samples = CPU time / period (the timer's expiries are
+	 * absolute, so the tick's overshoot does not add up). */
+	double want = cpu / (PM_SOFT_DEFAULT_PERIOD / 1e9);
+	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %u ns\n", ngot, cpu, want, PM_SOFT_DEFAULT_PERIOD);
+	ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
+	/* A register-only loop: no page faults, so no dtbmiss (the signal
+	 * frames' own faults are not the instruction's). */
+	unsigned dtb = 0;
+	for (unsigned i = 0; i < ngot; i++)
+		dtb += has(&got[i], PM_DTBMISS);
+	ck_assert_uint_le(dtb, 1);
+}
+END_TEST
+
+START_TEST(period_is_thread_cpu_time)
+{
+	/* Two ticks: within the kernel's reach. */
+	const uint64_t period = 2 * PM_SOFT_DEFAULT_PERIOD;
+	long n = iters_for(0.45 / 10, run_work, 4000000);
+	begin(period);
+	for (int r = 0; r < 10; r++)
+		pm_work_a(n);
+	double cpu = end();
+	double want = cpu / (period / 1e9);
+	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
+	        (unsigned long long)period);
+	ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
+}
+END_TEST
+
+static volatile sig_atomic_t fpe_calls;
+static void on_fpe(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ctx;
+	fpe_calls++;
+	if (uc->uc_mcontext.gregs[REG_RIP] == (greg_t)(uintptr_t)pm_div0_insn)
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)pm_div0_next;
+	else
+		abort();
+}
+
+static volatile sig_atomic_t traps_seen;
+static void on_trap(int sig)
+{
+	(void)sig;
+	traps_seen++;
+}
+
+START_TEST(division_by_zero_goes_to_the_program)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fpe;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGFPE, &sa, &old), 0);
+	long n = iters_for(0.3, run_div0, 2000);
+	fpe_calls = 0;
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	/* A SIGTRAP handler of the program's: a stray step trap would land here. */
+	signal(SIGTRAP, on_trap);
+	pm_div0(n, zero_fd, rbuf);
+	end();
+	ck_assert_int_eq(fpe_calls, n);
+	unsigned at = 0;
+	for (unsigned i = 0; i < ngot; i++) {
+		if (got[i].pc != (uintptr_t)pm_div0_insn)
+			continue;
+		at++;
+		ck_assert(has(&got[i], PM_ARITHTRAP));
+		ck_assert(!has(&got[i], PM_RETIRED) && knows(&got[i], PM_RETIRED));
+		ck_assert(!has(&got[i], PM_VALID) && knows(&got[i], PM_VALID));
+		ck_assert(!knows(&got[i], PM_TAKEN));
+	}
+	fprintf(stderr, "  div: %u samples with arithtrap, %ld program handler calls\n", at, n);
+	ck_assert_uint_ge(at, 8);
+	/* After the last fault and the last step: still no stray trap, and
+	 * the program runs on. */
+	pm_work_a(1000000);
+	ck_assert_int_eq(traps_seen, 0);
+	sigaction(SIGFPE, &old, NULL);
+}
+END_TEST
+
+static sigjmp_buf jb;
+static void on_fpe_jump(int sig)
+{
+	(void)sig;
+	fpe_calls++;
+	siglongjmp(jb, 1);
+}
+
+/* n divisions by zero, each left by the handler's siglongjmp. */
+static __attribute__((noinline)) void div_jumps(long n)
+{
+	for (volatile long i = 0; i < n; i++)
+		if (!sigsetjmp(jb, 1))
+			pm_div0(1, zero_fd, rbuf);
+}
+
+START_TEST(division_by_zero_left_by_siglongjmp)
+{
+	signal(SIGFPE, on_fpe_jump);
+	signal(SIGTRAP, on_trap);
+	long n = iters_for(0.2, div_jumps, 2000);
+	fpe_calls = 0;
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	div_jumps(n);
+	end();
+	ck_assert_int_eq(fpe_calls, n);
+	unsigned at = 0;
+	for (unsigned i = 0; i < ngot; i++)
+		if (got[i].pc == (uintptr_t)pm_div0_insn) {
+			at++;
+			ck_assert(has(&got[i], PM_ARITHTRAP));
+		}
+	fprintf(stderr, "  div (siglongjmp): %u samples with arithtrap\n", at);
+	ck_assert_uint_ge(at, 4);
+	/* The mask the step blocked came back: the timer signal is
+	 * deliverable (more samples come). */
+	sigset_t cur;
+	sigprocmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(!sigismember(&cur, PM_SOFT_SIGNAL));
+	ck_assert(!sigismember(&cur, SIGALRM));
+	pm_work_a(1000000);
+	ck_assert_int_eq(traps_seen, 0);
+}
+END_TEST
+
+START_TEST(unaligned_and_page_faults)
+{
+	char *page = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(page, MAP_FAILED);
+	memset(page, 0, 2 * 4096);
+	load_at = page + 8;
+	long n = iters_for(0.2, run_load, 2000), npages = n / 16;
+	/* Fresh pages, one store each after a read; small pages, so that each
+	 * first store faults (a transparent huge page would serve 512). */
+	char *fresh = mmap(NULL, (size_t)npages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(fresh, MAP_FAILED);
+	madvise(fresh, (size_t)npages * 4096, MADV_NOHUGEPAGE);
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	pm_load_after_read(n, zero_fd, rbuf, page + 8);
+	pm_load_after_read(n, zero_fd, rbuf, page + 4093); /* 8 bytes at 4093: unaligned, crosses the page */
+	pm_store_after_read(npages, zero_fd, rbuf, fresh, 4096);
+	end();
+	unsigned aligned = 0, unaligned = 0, bad = 0, stores = 0, store_dtb = 0;
+	for (unsigned i = 0; i < ngot; i++) {
+		const struct pm_sample *s = &got[i];
+		if (s->pc == (uintptr_t)pm_load_insn) {
+			/* Which call it came from is not in the sample: both kinds
+			 * are seen, and only these two. */
+			if (has(s, PM_UNALIGNTRAP))
+				unaligned++;
+			else if (has(s, PM_NOTRAP))
+				aligned++;
+			else
+				bad++;
+			ck_assert(has(s, PM_RETIRED) && knows(s, PM_VALID));
+			ck_assert_int_eq(has(s, PM_VALID), has(s, PM_NOTRAP));
+		} else if (s->pc == (uintptr_t)pm_store_insn) {
+			stores++;
+			store_dtb += has(s, PM_DTBMISS);
+		}
+	}
+	fprintf(stderr, "  loads: %u aligned, %u unaligned, %u other; stores to fresh pages: %u, %u dtbmiss\n", aligned,
+	        unaligned, bad, stores, store_dtb);
+	ck_assert_uint_ge(aligned, 15);
+	ck_assert_uint_ge(unaligned, 15);
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_ge(stores, 20);
+	ck_assert_msg(store_dtb >= stores * 3 / 4, "%u of %u first stores to a page had dtbmiss", store_dtb, stores);
+	munmap(fresh, (size_t)npages * 4096);
+	munmap(page, 2 * 4096);
+}
+END_TEST
+
+int main(void)
+{
+	if (!probe_or_skip())
+		return 77;
+	Suite *s = suite_create("pm_soft");
+	TCase *tc = tcase_create("soft backend");
+	tcase_set_timeout(tc, 30);
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, branch_taken_three_in_four);
+	tcase_add_test(tc, time_split_three_to_one);
+	tcase_add_test(tc, period_is_thread_cpu_time);
+	tcase_add_test(tc, division_by_zero_goes_to_the_program);
+	tcase_add_test(tc, division_by_zero_left_by_siglongjmp);
+	tcase_add_test(tc, unaligned_and_page_faults);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
