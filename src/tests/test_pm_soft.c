@@ -178,7 +178,7 @@ static int probe_or_skip(void)
 
 START_TEST(branch_taken_three_in_four)
 {
-	long n = iters_for(1.15, run_loop34, 2000);
+	long n = iters_for(1.35, run_loop34, 2000);
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	pm_loop34(n, zero_fd, rbuf);
 	end();
