@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,6 +38,8 @@ extern void pm_load_after_read(long n, int fd, void *buf, const void *p);
 extern char pm_load_insn[];
 extern void pm_store_after_read(long n, int fd, void *buf, char *p, long stride);
 extern char pm_store_insn[];
+extern void pm_bad_ops(long n, int fd, void *buf);
+extern char pm_ud2_insn[], pm_ud2_next[], pm_segv_insn[], pm_segv_next[];
 extern void pm_work_a(long n), pm_work_b(long n);
 extern char pm_work_a_end[], pm_work_b_end[];
 
@@ -135,14 +138,18 @@ static double end(void)
 	return cpu;
 }
 
-/* Iterations of a loop for `seconds` of CPU, from a timed trial run of
- * `trial` iterations (run(n) runs n). */
-static long iters_for(double seconds, void (*run)(long n), long trial)
+/* run(chunk) again and again for `seconds` of the thread's CPU time (the
+ * machine is shared and its speed drifts: a calibrated count fell 2x
+ * short).  Returns the iterations run. */
+static long run_for(double seconds, void (*run)(long n), long chunk)
 {
 	double a = cpu_s();
-	run(trial);
-	double per = (cpu_s() - a) / trial;
-	return (long)(seconds / per) + 1;
+	long n = 0;
+	do {
+		run(chunk);
+		n += chunk;
+	} while (cpu_s() - a < seconds);
+	return n;
 }
 
 static void run_loop34(long n)
@@ -166,6 +173,13 @@ static void run_work(long n)
 	pm_work_a(n);
 }
 
+/* Interleaved, so that drift in the machine's speed hits both. */
+static void run_three_to_one(long n)
+{
+	pm_work_a(3 * n);
+	pm_work_b(n);
+}
+
 static int probe_or_skip(void)
 {
 	const struct heritage_probe_result *r = heritage_probe(HERITAGE_MECH_SINGLE_STEP);
@@ -178,9 +192,8 @@ static int probe_or_skip(void)
 
 START_TEST(branch_taken_three_in_four)
 {
-	long n = iters_for(1.35, run_loop34, 2000);
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	pm_loop34(n, zero_fd, rbuf);
+	run_for(1.35, run_loop34, 400); /* a multiple of 4: 3 in 4 exactly */
 	end();
 	unsigned at = 0, taken = 0, other_taken_known = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -203,13 +216,8 @@ END_TEST
 
 START_TEST(time_split_three_to_one)
 {
-	long n = iters_for(1.3 / 40 / 4, run_work, 4000000);
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	/* Interleaved, so that drift in the machine's speed hits both. */
-	for (int r = 0; r < 40; r++) {
-		pm_work_a(3 * n);
-		pm_work_b(n);
-	}
+	run_for(1.3, run_three_to_one, 500000);
 	double cpu = end();
 	unsigned a = 0, b = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -239,10 +247,8 @@ START_TEST(period_is_thread_cpu_time)
 {
 	/* Two ticks: within the kernel's reach. */
 	const uint64_t period = 2 * PM_SOFT_DEFAULT_PERIOD;
-	long n = iters_for(0.45 / 10, run_work, 4000000);
 	begin(period);
-	for (int r = 0; r < 10; r++)
-		pm_work_a(n);
+	run_for(0.45, run_work, 1000000);
 	double cpu = end();
 	double want = cpu / (period / 1e9);
 	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
@@ -279,12 +285,11 @@ START_TEST(division_by_zero_goes_to_the_program)
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	ck_assert_int_eq(sigaction(SIGFPE, &sa, &old), 0);
-	long n = iters_for(0.3, run_div0, 2000);
 	fpe_calls = 0;
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	/* A SIGTRAP handler of the program's: a stray step trap would land here. */
 	signal(SIGTRAP, on_trap);
-	pm_div0(n, zero_fd, rbuf);
+	long n = run_for(0.3, run_div0, 200);
 	end();
 	ck_assert_int_eq(fpe_calls, n);
 	unsigned at = 0;
@@ -327,10 +332,9 @@ START_TEST(division_by_zero_left_by_siglongjmp)
 {
 	signal(SIGFPE, on_fpe_jump);
 	signal(SIGTRAP, on_trap);
-	long n = iters_for(0.2, div_jumps, 2000);
 	fpe_calls = 0;
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	div_jumps(n);
+	long n = run_for(0.2, div_jumps, 200);
 	end();
 	ck_assert_int_eq(fpe_calls, n);
 	unsigned at = 0;
@@ -352,22 +356,86 @@ START_TEST(division_by_zero_left_by_siglongjmp)
 }
 END_TEST
 
+static volatile sig_atomic_t ill_calls, segv_calls;
+static void on_bad(int sig, siginfo_t *si, void *ctx)
+{
+	(void)si;
+	greg_t *g = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+	if (sig == SIGILL && g[REG_RIP] == (greg_t)(uintptr_t)pm_ud2_insn) {
+		ill_calls++;
+		g[REG_RIP] = (greg_t)(uintptr_t)pm_ud2_next;
+	} else if (sig == SIGSEGV && g[REG_RIP] == (greg_t)(uintptr_t)pm_segv_insn) {
+		segv_calls++;
+		g[REG_RIP] = (greg_t)(uintptr_t)pm_segv_next;
+	} else {
+		abort();
+	}
+}
+
+static void run_bad(long n)
+{
+	pm_bad_ops(n, zero_fd, rbuf);
+}
+
+START_TEST(illegal_opcode_and_segv_go_to_the_program)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_bad;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
+	ck_assert_int_eq(sigaction(SIGSEGV, &sa, NULL), 0);
+	signal(SIGTRAP, on_trap);
+	ill_calls = segv_calls = 0;
+	begin(PM_SOFT_DEFAULT_PERIOD);
+	/* Installed before the backend started, and after: both are the
+	 * program's, through the engine. */
+	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
+	long n = run_for(0.4, run_bad, 50);
+	end();
+	ck_assert_int_eq(ill_calls, n);
+	ck_assert_int_eq(segv_calls, n);
+	unsigned ill = 0, segv = 0;
+	for (unsigned i = 0; i < ngot; i++) {
+		const struct pm_sample *s = &got[i];
+		if (s->pc == (uintptr_t)pm_ud2_insn) {
+			ill++;
+			ck_assert(has(s, PM_OPCDECTRAP) && !has(s, PM_RETIRED) && !has(s, PM_VALID));
+		} else if (s->pc == (uintptr_t)pm_segv_insn) {
+			segv++;
+			ck_assert(has(s, PM_DFAULTTRAP) && !has(s, PM_RETIRED) && !has(s, PM_VALID));
+		}
+	}
+	fprintf(stderr, "  ud2: %u samples with OPCDECtrap, load from 8: %u with dfaulttrap\n", ill, segv);
+	ck_assert_uint_ge(ill, 10);
+	ck_assert_uint_ge(segv, 10);
+	ck_assert_int_eq(traps_seen, 0);
+}
+END_TEST
+
 START_TEST(unaligned_and_page_faults)
 {
 	char *page = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(page, MAP_FAILED);
 	memset(page, 0, 2 * 4096);
-	load_at = page + 8;
-	long n = iters_for(0.2, run_load, 2000), npages = n / 16;
 	/* Fresh pages, one store each after a read; small pages, so that each
 	 * first store faults (a transparent huge page would serve 512). */
-	char *fresh = mmap(NULL, (size_t)npages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const long npages = 65536; /* more than 0.2 s of 1 MiB reads: 7 us each at least */
+	char *fresh = mmap(NULL, (size_t)npages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	ck_assert_ptr_ne(fresh, MAP_FAILED);
 	madvise(fresh, (size_t)npages * 4096, MADV_NOHUGEPAGE);
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	pm_load_after_read(n, zero_fd, rbuf, page + 8);
-	pm_load_after_read(n, zero_fd, rbuf, page + 4093); /* 8 bytes at 4093: unaligned, crosses the page */
-	pm_store_after_read(npages, zero_fd, rbuf, fresh, 4096);
+	load_at = page + 8;
+	run_for(0.2, run_load, 200);
+	load_at = page + 4093; /* 8 bytes at 4093: unaligned, crosses the page */
+	run_for(0.2, run_load, 200);
+	double t0 = cpu_s();
+	long done = 0;
+	while (cpu_s() - t0 < 0.2 && done + 100 <= npages) {
+		pm_store_after_read(100, zero_fd, rbuf, fresh + done * 4096, 4096);
+		done += 100;
+	}
 	end();
 	unsigned aligned = 0, unaligned = 0, bad = 0, stores = 0, store_dtb = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -400,6 +468,56 @@ START_TEST(unaligned_and_page_faults)
 }
 END_TEST
 
+/* Two threads sampled at once: each gets its own samples only. */
+struct worker {
+	struct pm_thread t;
+	int tid;
+	unsigned n, foreign;
+	double cpu;
+	int err;
+};
+
+static void count_own(void *arg, const struct pm_sample *smp)
+{
+	struct worker *w = arg;
+	w->n++;
+	w->foreign += (int)smp->tid != w->tid;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	char why[256];
+	w->tid = (int)gettid();
+	w->err = pm_thread_start(&w->t, soft_backend(), PM_SOFT_DEFAULT_PERIOD, why, sizeof why);
+	if (w->err)
+		return NULL;
+	double t0 = cpu_s();
+	run_for(0.25, run_work, 1000000);
+	w->cpu = cpu_s() - t0;
+	pm_thread_stop(&w->t, count_own, w);
+	return NULL;
+}
+
+START_TEST(threads_each_their_own)
+{
+	struct worker w[2];
+	pthread_t th2[2];
+	memset(w, 0, sizeof w);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&th2[i], NULL, work, &w[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th2[i], NULL);
+		ck_assert_int_eq(w[i].err, 0);
+		double want = w[i].cpu / (PM_SOFT_DEFAULT_PERIOD / 1e9);
+		fprintf(stderr, "  thread %d: %u samples in %.3f s CPU (expected %.0f), %u of another thread\n", i, w[i].n,
+		        w[i].cpu, want, w[i].foreign);
+		ck_assert_uint_eq(w[i].foreign, 0);
+		ck_assert_msg(w[i].n > 0.7 * want && w[i].n < 1.3 * want, "%u samples, expected %.0f", w[i].n, want);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	if (!probe_or_skip())
@@ -413,7 +531,9 @@ int main(void)
 	tcase_add_test(tc, period_is_thread_cpu_time);
 	tcase_add_test(tc, division_by_zero_goes_to_the_program);
 	tcase_add_test(tc, division_by_zero_left_by_siglongjmp);
+	tcase_add_test(tc, illegal_opcode_and_segv_go_to_the_program);
 	tcase_add_test(tc, unaligned_and_page_faults);
+	tcase_add_test(tc, threads_each_their_own);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_FORK);
