@@ -201,4 +201,23 @@ pm_segv_next:
 	ret
 	.size pm_bad_ops, .-pm_bad_ops
 
+/* long pm_pushf_loop(long n): n pushf; pop; returns how many of the pushed
+ * flags had TF (0x100) set: a pushf stepped with TF would push it. */
+	.globl pm_pushf_loop, pm_pushf_insn
+	.type pm_pushf_loop, @function
+pm_pushf_loop:
+	xor %edx, %edx
+1:
+pm_pushf_insn:
+	pushfq
+	pop %rax
+	shr $8, %eax
+	and $1, %eax
+	add %rax, %rdx
+	dec %rdi
+	jnz 1b
+	mov %rdx, %rax
+	ret
+	.size pm_pushf_loop, .-pm_pushf_loop
+
 	.section .note.GNU-stack,"",@progbits
