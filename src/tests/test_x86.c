@@ -322,7 +322,7 @@ START_TEST(profileme_fields_of_an_instruction)
 	ck_assert_uint_eq(d.naccess, 1);
 	ck_assert_uint_eq(d.acc[0].addr, 0x401000 + 6 + 0x10);
 	ck_assert_uint_eq(d.acc[0].size, 4);
-	static const uint8_t bad[] = { 0x0f, 0xff };
+	static const uint8_t bad[] = { 0x06 }; /* push %es: invalid in 64-bit mode */
 	ck_assert_int_eq(watch_x86_pm_decode(bad, sizeof bad, 0x401000, &uc, &d), -1);
 }
 END_TEST
