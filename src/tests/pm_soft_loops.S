@@ -163,9 +163,9 @@ pm_store_insn:
 	ret
 	.size pm_store_after_read, .-pm_store_after_read
 
-/* void pm_bad_ops(long n, int zero_fd, void *buf): after each syscall a
- * ud2 (SIGILL) at pm_ud2_insn and a load from address 8 (SIGSEGV) at
- * pm_segv_insn; the program's handlers must set RIP to pm_ud2_next and
+/* void pm_bad_ops(long n, int zero_fd, void *buf, const void *bad): after
+ * each syscall a ud2 (SIGILL) at pm_ud2_insn and a load from bad (SIGSEGV
+ * or SIGBUS) at pm_segv_insn; the program's handlers must set RIP to pm_ud2_next and
  * pm_segv_next.  The reads are of 1 MiB: the faults' own handling is long. */
 	.globl pm_bad_ops, pm_ud2_insn, pm_ud2_next, pm_segv_insn, pm_segv_next
 	.type pm_bad_ops, @function
@@ -176,7 +176,7 @@ pm_bad_ops:
 	mov %rdi, %r12
 	mov %esi, %r13d
 	mov %rdx, %r9
-	mov $8, %r8
+	mov %rcx, %r8
 1:	mov $0, %eax
 	mov %r13d, %edi
 	mov %r9, %rsi

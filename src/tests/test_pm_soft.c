@@ -39,7 +39,7 @@ extern void pm_load_after_read(long n, int fd, void *buf, const void *p);
 extern char pm_load_insn[];
 extern void pm_store_after_read(long n, int fd, void *buf, char *p, long stride);
 extern char pm_store_insn[];
-extern void pm_bad_ops(long n, int fd, void *buf);
+extern void pm_bad_ops(long n, int fd, void *buf, const void *bad);
 extern char pm_ud2_insn[], pm_ud2_next[], pm_segv_insn[], pm_segv_next[];
 extern long pm_pushf_loop(long n);
 extern char pm_pushf_insn[];
@@ -367,7 +367,7 @@ START_TEST(division_by_zero_left_by_siglongjmp)
 }
 END_TEST
 
-static volatile sig_atomic_t ill_calls, segv_calls;
+static volatile sig_atomic_t ill_calls, segv_calls, bus_calls;
 static void on_bad(int sig, siginfo_t *si, void *ctx)
 {
 	(void)si;
@@ -375,21 +375,38 @@ static void on_bad(int sig, siginfo_t *si, void *ctx)
 	if (sig == SIGILL && g[REG_RIP] == (greg_t)(uintptr_t)pm_ud2_insn) {
 		ill_calls++;
 		g[REG_RIP] = (greg_t)(uintptr_t)pm_ud2_next;
-	} else if (sig == SIGSEGV && g[REG_RIP] == (greg_t)(uintptr_t)pm_segv_insn) {
-		segv_calls++;
+	} else if ((sig == SIGSEGV || sig == SIGBUS) && g[REG_RIP] == (greg_t)(uintptr_t)pm_segv_insn) {
+		if (sig == SIGSEGV)
+			segv_calls++;
+		else
+			bus_calls++;
 		g[REG_RIP] = (greg_t)(uintptr_t)pm_segv_next;
 	} else {
 		abort();
 	}
 }
 
+static const void *bad_at;
 static void run_bad(long n)
 {
-	pm_bad_ops(n, zero_fd, rbuf);
+	pm_bad_ops(n, zero_fd, rbuf, bad_at);
 }
 
 START_TEST(illegal_opcode_and_segv_go_to_the_program)
 {
+	/* A page of a file cut to nothing: a load there is SIGBUS. */
+	const char *tmp = getenv("TMPDIR");
+	char path[512];
+	snprintf(path, sizeof path, "%s/pm_soft_bus.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	char *cut = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(cut, MAP_FAILED);
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	close(fd);
+
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_bad;
@@ -398,15 +415,21 @@ START_TEST(illegal_opcode_and_segv_go_to_the_program)
 	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
 	ck_assert_int_eq(sigaction(SIGSEGV, &sa, NULL), 0);
 	signal(SIGTRAP, on_trap);
-	ill_calls = segv_calls = 0;
+	ill_calls = segv_calls = bus_calls = 0;
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	/* Installed before the backend started, and after: both are the
 	 * program's, through the engine. */
 	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
-	long n = run_for(0.4, run_bad, 50);
+	ck_assert_int_eq(sigaction(SIGBUS, &sa, NULL), 0);
+	bad_at = (const void *)8;
+	long n = run_for(0.3, run_bad, 50);
+	bad_at = cut;
+	long nbus = run_for(0.15, run_bad, 50);
 	end();
-	ck_assert_int_eq(ill_calls, n);
+	ck_assert_int_eq(ill_calls, n + nbus);
 	ck_assert_int_eq(segv_calls, n);
+	ck_assert_int_eq(bus_calls, nbus);
+	munmap(cut, 4096);
 	unsigned ill = 0, segv = 0;
 	for (unsigned i = 0; i < ngot; i++) {
 		const struct pm_sample *s = &got[i];
@@ -418,7 +441,7 @@ START_TEST(illegal_opcode_and_segv_go_to_the_program)
 			ck_assert(has(s, PM_DFAULTTRAP) && !has(s, PM_RETIRED) && !has(s, PM_VALID));
 		}
 	}
-	fprintf(stderr, "  ud2: %u samples with OPCDECtrap, load from 8: %u with dfaulttrap\n", ill, segv);
+	fprintf(stderr, "  ud2: %u samples with OPCDECtrap, loads from 8 and a cut file: %u with dfaulttrap\n", ill, segv);
 	ck_assert_uint_ge(ill, 10);
 	ck_assert_uint_ge(segv, 10);
 	ck_assert_int_eq(traps_seen, 0);
