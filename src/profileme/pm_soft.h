@@ -28,6 +28,7 @@ struct pm_soft_stats {
 	uint64_t undecoded; /* bytes capstone did not decode (stepped anyway) */
 	uint64_t busy;      /* a step was already pending (watch_step_one_ex -EBUSY) */
 	uint64_t stuck;     /* a signal came while our step was unfinished */
+	uint64_t handler_ns; /* wall time from the timer handler's entry to the sample's push */
 };
 
 /* The counts of t, a thread started with the soft backend: 0 or -EINVAL. */
