@@ -121,8 +121,17 @@ static int knows(const struct pm_sample *s, enum pm_field f)
 	return (s->known & PM_FIELD_BIT(f)) != 0;
 }
 
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static struct pm_thread th;
-static double cpu0;
+static double cpu0, wall0;
+/* The share of a CPU the thread had while sampled (end()). */
+static double cpu_share;
 
 static void begin(uint64_t period)
 {
@@ -130,12 +139,28 @@ static void begin(uint64_t period)
 	int err = pm_thread_start(&th, soft_backend(), period, why, sizeof why);
 	ck_assert_msg(err == 0, "start: %s", why);
 	cpu0 = cpu_s();
+	wall0 = wall_s();
+}
+
+/* The kernel checks a CPU-time timer only at a tick that lands while the
+ * thread runs: on a busy machine (the thread preempted between ticks, make
+ * check -j2 beside 4 other builds) fewer samples come than CPU time /
+ * period, measured down to 60 %.  The rate is checked when the thread had
+ * its CPU. */
+static int rate_checkable(void)
+{
+	if (cpu_share >= 0.9)
+		return 1;
+	fprintf(stderr, "  the thread had %.0f %% of a CPU (a busy machine): the sample rate is not checked\n",
+	        100 * cpu_share);
+	return 0;
 }
 
 /* Returns the thread CPU seconds spent sampled. */
 static double end(void)
 {
 	double cpu = cpu_s() - cpu0;
+	cpu_share = cpu / (wall_s() - wall0);
 	struct pm_soft_stats st;
 	ck_assert_int_eq(pm_soft_stats(&th, &st), 0);
 	pm_thread_stop(&th, keep, NULL);
@@ -164,6 +189,31 @@ static long run_for(double seconds, void (*run)(long n), long chunk)
 	return n;
 }
 
+/* run(chunk) again and again until `want` samples have a PC in [lo, hi)
+ * (drained as it goes), or `max_seconds` of CPU: the sample rate falls on a
+ * busy machine (rate_checkable), the counts a test needs should not.
+ * Returns the iterations run. */
+static long run_until(void (*run)(long n), long chunk, const void *lo, const void *hi, unsigned want,
+                      double max_seconds)
+{
+	double a = cpu_s(), last = a;
+	long n = 0;
+	unsigned have = 0, seen = ngot;
+	for (;;) {
+		run(chunk);
+		n += chunk;
+		double now = cpu_s();
+		if (now - last < 0.05)
+			continue;
+		last = now;
+		pm_thread_drain(&th, keep, NULL);
+		for (; seen < ngot; seen++)
+			have += got[seen].pc >= (uintptr_t)lo && got[seen].pc < (uintptr_t)hi;
+		if (have >= want || now - a >= max_seconds)
+			return n;
+	}
+}
+
 static void run_loop34(long n)
 {
 	pm_loop34(n, zero_fd, rbuf);
@@ -185,11 +235,19 @@ static void run_work(long n)
 	pm_work_a(n);
 }
 
-/* Interleaved, so that drift in the machine's speed hits both. */
+/* Interleaved, so that drift in the machine's speed hits both, in rounds
+ * of random length in [n/2, 3n/2): the samples fall on the kernel's tick
+ * grid (pm_soft.c), and rounds of one length could alias with it (measured
+ * under load, rounds of 0.56 ms: 83 % for the 75 % function). */
 static void run_three_to_one(long n)
 {
-	pm_work_a(3 * n);
-	pm_work_b(n);
+	static uint64_t x = 88172645463325252ull;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	long m = n / 2 + (long)(x % (uint64_t)n);
+	pm_work_a(3 * m);
+	pm_work_b(m);
 }
 
 static int probe_or_skip(void)
@@ -205,7 +263,8 @@ static int probe_or_skip(void)
 START_TEST(branch_taken_three_in_four)
 {
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	run_for(1.35, run_loop34, 400); /* a multiple of 4: 3 in 4 exactly */
+	/* Chunks of a multiple of 4 iterations: 3 in 4 exactly. */
+	run_until(run_loop34, 400, pm_loop34_branch, pm_loop34_branch + 1, 250, 8.0);
 	end();
 	unsigned at = 0, taken = 0, other_taken_known = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -228,7 +287,7 @@ END_TEST
 START_TEST(time_split_three_to_one)
 {
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	run_for(1.3, run_three_to_one, 500000);
+	run_until(run_three_to_one, 500000, pm_work_a, pm_work_b_end, 320, 6.0);
 	double cpu = end();
 	unsigned a = 0, b = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -243,7 +302,8 @@ START_TEST(time_split_three_to_one)
 	 * absolute, so the tick's overshoot does not add up). */
 	double want = cpu / (PM_SOFT_DEFAULT_PERIOD / 1e9);
 	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %u ns\n", ngot, cpu, want, PM_SOFT_DEFAULT_PERIOD);
-	ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
+	if (rate_checkable())
+		ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
 	/* A register-only loop: no page faults, so no dtbmiss (the signal
 	 * frames' own faults are not the instruction's). */
 	unsigned dtb = 0;
@@ -264,7 +324,8 @@ START_TEST(period_is_thread_cpu_time)
 	double want = cpu / (period / 1e9);
 	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
 	        (unsigned long long)period);
-	ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
+	if (rate_checkable())
+		ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
 }
 END_TEST
 
@@ -300,7 +361,7 @@ START_TEST(division_by_zero_goes_to_the_program)
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	/* A SIGTRAP handler of the program's: a stray step trap would land here. */
 	signal(SIGTRAP, on_trap);
-	long n = run_for(0.3, run_div0, 200);
+	long n = run_until(run_div0, 200, pm_div0_insn, pm_div0_insn + 1, 15, 4.0);
 	end();
 	ck_assert_int_eq(fpe_calls, n);
 	unsigned at = 0;
@@ -314,7 +375,7 @@ START_TEST(division_by_zero_goes_to_the_program)
 		ck_assert(!knows(&got[i], PM_TAKEN));
 	}
 	fprintf(stderr, "  div: %u samples with arithtrap, %ld program handler calls\n", at, n);
-	ck_assert_uint_ge(at, 8);
+	ck_assert_uint_ge(at, 15);
 	/* After the last fault and the last step: still no stray trap, and
 	 * the program runs on. */
 	pm_work_a(1000000);
@@ -345,7 +406,7 @@ START_TEST(division_by_zero_left_by_siglongjmp)
 	signal(SIGTRAP, on_trap);
 	fpe_calls = 0;
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	long n = run_for(0.2, div_jumps, 200);
+	long n = run_until(div_jumps, 200, pm_div0_insn, pm_div0_insn + 1, 8, 3.0);
 	end();
 	ck_assert_int_eq(fpe_calls, n);
 	unsigned at = 0;
@@ -355,7 +416,7 @@ START_TEST(division_by_zero_left_by_siglongjmp)
 			ck_assert(has(&got[i], PM_ARITHTRAP));
 		}
 	fprintf(stderr, "  div (siglongjmp): %u samples with arithtrap\n", at);
-	ck_assert_uint_ge(at, 4);
+	ck_assert_uint_ge(at, 8);
 	/* The mask the step blocked came back: the timer signal is
 	 * deliverable (more samples come). */
 	sigset_t cur;
@@ -422,9 +483,9 @@ START_TEST(illegal_opcode_and_segv_go_to_the_program)
 	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
 	ck_assert_int_eq(sigaction(SIGBUS, &sa, NULL), 0);
 	bad_at = (const void *)8;
-	long n = run_for(0.3, run_bad, 50);
+	long n = run_until(run_bad, 50, pm_segv_insn, pm_segv_insn + 1, 10, 4.0);
 	bad_at = cut;
-	long nbus = run_for(0.15, run_bad, 50);
+	long nbus = run_for(0.1, run_bad, 50);
 	end();
 	ck_assert_int_eq(ill_calls, n + nbus);
 	ck_assert_int_eq(segv_calls, n);
@@ -448,6 +509,15 @@ START_TEST(illegal_opcode_and_segv_go_to_the_program)
 }
 END_TEST
 
+static char *store_at, *store_end;
+static void run_store(long n)
+{
+	if (store_at + n * 4096 > store_end)
+		return; /* out of fresh pages */
+	pm_store_after_read(n, zero_fd, rbuf, store_at, 4096);
+	store_at += n * 4096;
+}
+
 START_TEST(unaligned_and_page_faults)
 {
 	char *page = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -455,21 +525,18 @@ START_TEST(unaligned_and_page_faults)
 	memset(page, 0, 2 * 4096);
 	/* Fresh pages, one store each after a read; small pages, so that each
 	 * first store faults (a transparent huge page would serve 512). */
-	const long npages = 65536; /* more than 0.2 s of 1 MiB reads: 7 us each at least */
+	const long npages = 1 << 19; /* 2 GiB of address space, reserved: more than 3 s of 1 MiB reads */
 	char *fresh = mmap(NULL, (size_t)npages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	ck_assert_ptr_ne(fresh, MAP_FAILED);
 	madvise(fresh, (size_t)npages * 4096, MADV_NOHUGEPAGE);
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	load_at = page + 8;
-	run_for(0.2, run_load, 200);
+	run_until(run_load, 200, pm_load_insn, pm_load_insn + 1, 20, 3.0);
 	load_at = page + 4093; /* 8 bytes at 4093: unaligned, crosses the page */
-	run_for(0.2, run_load, 200);
-	double t0 = cpu_s();
-	long done = 0;
-	while (cpu_s() - t0 < 0.2 && done + 100 <= npages) {
-		pm_store_after_read(100, zero_fd, rbuf, fresh + done * 4096, 4096);
-		done += 100;
-	}
+	run_until(run_load, 200, pm_load_insn, pm_load_insn + 1, 20, 3.0);
+	store_at = fresh;
+	store_end = fresh + npages * 4096;
+	run_until(run_store, 100, pm_store_insn, pm_store_insn + 1, 25, 3.0);
 	end();
 	unsigned aligned = 0, unaligned = 0, bad = 0, stores = 0, store_dtb = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -544,7 +611,7 @@ struct worker {
 	struct pm_thread t;
 	int tid;
 	unsigned n, foreign;
-	double cpu;
+	double cpu, wall;
 	int err;
 };
 
@@ -563,9 +630,10 @@ static void *work(void *arg)
 	w->err = pm_thread_start(&w->t, soft_backend(), PM_SOFT_DEFAULT_PERIOD, why, sizeof why);
 	if (w->err)
 		return NULL;
-	double t0 = cpu_s();
+	double t0 = cpu_s(), w0 = wall_s();
 	run_for(0.25, run_work, 1000000);
 	w->cpu = cpu_s() - t0;
+	w->wall = wall_s() - w0;
 	pm_thread_stop(&w->t, count_own, w);
 	return NULL;
 }
@@ -584,7 +652,12 @@ START_TEST(threads_each_their_own)
 		fprintf(stderr, "  thread %d: %u samples in %.3f s CPU (expected %.0f), %u of another thread\n", i, w[i].n,
 		        w[i].cpu, want, w[i].foreign);
 		ck_assert_uint_eq(w[i].foreign, 0);
-		ck_assert_msg(w[i].n > 0.7 * want && w[i].n < 1.3 * want, "%u samples, expected %.0f", w[i].n, want);
+		ck_assert_uint_ge(w[i].n, 5);
+		if (w[i].cpu / w[i].wall >= 0.9)
+			ck_assert_msg(w[i].n > 0.7 * want && w[i].n < 1.3 * want, "%u samples, expected %.0f", w[i].n, want);
+		else
+			fprintf(stderr, "  thread %d had %.0f %% of a CPU: its sample rate is not checked\n", i,
+			        100 * w[i].cpu / w[i].wall);
 	}
 }
 END_TEST
