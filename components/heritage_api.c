@@ -14,6 +14,7 @@
 #include "common/heritage_backend.h"
 #include "common/heritage_facility.h"
 #include "common/heritage_probe.h"
+#include "profileme/pm_collect.h"
 #include "watch/watch.h"
 #include "papi_heritage.h"
 
@@ -22,17 +23,17 @@ int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *
 int paragon_rpm_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 int alpha21064_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 int imc_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
+int profileme_event_facts(unsigned local_code, struct papi_heritage_event_facts *facts);
 
 /* Every component is always built (HERITAGE_COMPONENTS in Makefile.am), so
  * the references are strong: a component missing from libpapi is a link
- * error, not a silently empty row.  profileme is a heritage name
- * without a component yet. */
+ * error, not a silently empty row. */
 static const struct heritage_facility heritage_components[] = {
 	{ .name = "itanium2", .facts = itanium2_event_facts, .backends = watch_backend_table },
 	{ .name = "paragon_rpm", .facts = paragon_rpm_event_facts },
 	{ .name = "alpha21064", .facts = alpha21064_event_facts, .backends = alpha_set_backends },
 	{ .name = "imc", .facts = imc_event_facts },
-	{ .name = "profileme" },
+	{ .name = "profileme", .facts = profileme_event_facts, .backends = pm_backends },
 };
 
 #define NCOMPONENTS (sizeof heritage_components / sizeof heritage_components[0])

@@ -471,6 +471,58 @@ static void imc_work(int set, const char *how, struct run *r)
 	observe(r, "PM_PB_CYC / CPM_32MHZ_CYC (x 1000)", v[0] ? v[1] * 1000 / v[0] / 125 : 0, 0);
 }
 
+/* ---------------------------------------------------------- profileme */
+
+/* Every event is a view of one sample stream: with the soft backend
+ * any = notrap + trap exactly (one known trap bit per sample) and any ~ the
+ * thread's CPU time (the period is in ns of it).  Observations are inexact (samples are
+ * random), the identity is checked in each run. */
+static void pm_setup(void)
+{
+	setenv("PAPI_HERITAGE_PROFILEME_PERIOD", "100000", 1);
+}
+
+static int pm_events(const char **names)
+{
+	names[0] = "profileme:::any";
+	names[1] = "profileme:::notrap";
+	names[2] = "profileme:::trap";
+	return 3;
+}
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void pm_work(int set, const char *how, struct run *r)
+{
+	long long v[3];
+	volatile long x = 0;
+	double t0 = thread_cpu();
+	CHECK_PAPI(PAPI_start(set));
+	while (thread_cpu() - t0 < 0.1)
+		for (int i = 0; i < 100000; i++)
+			x += i;
+	CHECK_PAPI(PAPI_stop(set, v));
+	double cpu = (thread_cpu() - t0) * 1e9;
+	printf("  %-28s any %lld notrap %lld trap %lld; thread CPU %.0f ns\n", how, v[0], v[1], v[2], cpu);
+	PAPI_event_info_t info;
+	int code;
+	CHECK_PAPI(PAPI_event_name_to_code("profileme:::any", &code));
+	CHECK_PAPI(PAPI_get_event_info(code, &info));
+	if (strcmp(info.units, "ns") == 0) {
+		EXPECT_EQ("any = notrap + trap", v[0], v[1] + v[2]);
+		EXPECT(v[0] > 0.7 * cpu && v[0] < 1.3 * cpu, "any %lld ns, the thread ran %.0f ns", v[0], cpu);
+	} else {
+		/* IBS: a sample whose trap is unknown is in neither. */
+		EXPECT(v[1] + v[2] <= v[0], "notrap + trap > any");
+	}
+	observe(r, "any > 0", v[0] > 0, 1);
+}
+
 /* ---------------------------------------------------------------- table */
 
 static const struct row rows[] = {
@@ -485,6 +537,8 @@ static const struct row rows[] = {
 	  .setup = imc_setup, .events = imc_events, .prepare = NULL, .work = imc_work,
 	  .conflict = { "imc:::core_imc::CPM_32MHZ_CYC:cpu=0", "imc:::thread_imc::CPM_CS_32MHZ_CYC_USER" },
 	  .conflict_says = "exclude" },
+	{ .component = "profileme", .kernel_multiplex = 1, .num_mpx_cntrs = 32,
+	  .setup = pm_setup, .events = pm_events, .prepare = NULL, .work = pm_work },
 };
 
 enum order { PLAIN, MPX_FIRST, MPX_AFTER };

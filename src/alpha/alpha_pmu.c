@@ -8,6 +8,7 @@
 #include "alpha/alpha_pmu.h"
 #include "common/heritage_backend.h"
 #include "common/heritage_error.h"
+#include "common/heritage_perf_ring.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,14 +205,27 @@ static size_t page_size(void)
 	return ps;
 }
 
-/* A record may wrap around the end of the data area. */
-static void ring_copy(void *dst, const char *data, uint64_t size, uint64_t off, size_t n)
+struct drain_ctx {
+	struct alpha_pmu_run *r;
+	unsigned c;
+	ucontext_t *uc;
+};
+
+static void on_record(void *arg, const struct perf_event_header *h, const unsigned char *rec, size_t have)
 {
-	uint64_t at = off % size;
-	size_t first = at + n <= size ? n : (size_t)(size - at);
-	memcpy(dst, data + at, first);
-	if (first < n)
-		memcpy((char *)dst + first, data, n - first);
+	struct drain_ctx *d = arg;
+	struct alpha_pmu_run *r = d->r;
+	if (h->type == PERF_RECORD_SAMPLE && have >= sizeof *h + sizeof(uint64_t)) {
+		uint64_t ip;
+		memcpy(&ip, rec + sizeof *h, sizeof ip);
+		r->interrupts[d->c]++;
+		if (r->deliver && r->running)
+			r->deliver(r->deliver_arg, d->c, ip, d->uc);
+	} else if (h->type == PERF_RECORD_LOST) {
+		r->lost[d->c] += heritage_perf_record_lost(h, rec, have);
+	} else if (h->type == PERF_RECORD_THROTTLE) {
+		r->throttled[d->c]++;
+	}
 }
 
 /* Deliver every record in counter c's ring.  Runs in the signal handler or
@@ -221,32 +235,10 @@ static void drain(struct alpha_pmu_run *r, unsigned c, ucontext_t *uc)
 	struct perf_event_mmap_page *m = r->ring[c];
 	if (!r->open[c] || !m)
 		return;
-	const char *data = (const char *)m + page_size();
-	uint64_t size = (uint64_t)ALPHA_PMU_RING_PAGES * page_size();
-	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = m->data_tail;
-
-	while (head - tail >= sizeof(struct perf_event_header)) {
-		struct perf_event_header h;
-		ring_copy(&h, data, size, tail, sizeof h);
-		if (h.size < sizeof h || head - tail < h.size)
-			break; /* cannot happen with a sane kernel; never loop on it */
-		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + sizeof(uint64_t)) {
-			uint64_t ip;
-			ring_copy(&ip, data, size, tail + sizeof h, sizeof ip);
-			r->interrupts[c]++;
-			if (r->deliver && r->running)
-				r->deliver(r->deliver_arg, c, ip, uc);
-		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 2 * sizeof(uint64_t)) {
-			uint64_t lost;
-			ring_copy(&lost, data, size, tail + sizeof h + sizeof(uint64_t), sizeof lost);
-			r->lost[c] += lost;
-		} else if (h.type == PERF_RECORD_THROTTLE) {
-			r->throttled[c]++;
-		}
-		tail += h.size;
-	}
-	__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+	struct drain_ctx d = { .r = r, .c = c, .uc = uc };
+	/* Records of sample_type IP: 16 bytes; LOST 32 with sample_id_all. */
+	unsigned char rec[64];
+	heritage_perf_ring_walk(m, (uint64_t)ALPHA_PMU_RING_PAGES * page_size(), rec, sizeof rec, on_record, &d);
 }
 
 /* The run started on this thread: the signal is directed here (F_OWNER_TID),

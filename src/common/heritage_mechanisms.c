@@ -8,6 +8,7 @@
 #include "alpha/alpha_pmu.h"
 #include "common/heritage_backend.h"
 #include "common/heritage_probe.h"
+#include "profileme/pm_collect.h"
 #include "watch/watch.h"
 
 /* paragon_rpm has no backends to choose between: each of these events, or
@@ -20,7 +21,6 @@ static const struct {
 	  "paragon_rpm rpms_dat, rpms_ptenotp, rpms_ptenotu, rpms_it (in this process)" },
 	{ HERITAGE_MECH_BIT(HERITAGE_MECH_TRACEFS) | HERITAGE_MECH_BIT(HERITAGE_MECH_TRACEPOINT), "paragon_rpm rpms_it" },
 	{ HERITAGE_MECH_BIT(HERITAGE_MECH_RPM_WRITABLE), "paragon_rpm rpm_map_writable() and register resets" },
-	{ HERITAGE_MECH_BIT(HERITAGE_MECH_IBS), "profileme (planned)" },
 };
 
 static void add(char *buf, size_t len, const char *fmt_a, const char *b)
@@ -52,6 +52,8 @@ void heritage_mech_users(enum heritage_mech m, char *buf, size_t len)
 	add_table(buf, len, "itanium2", t, n, m);
 	t = alpha_backend_table(0, &n);
 	add_table(buf, len, "alpha21064", t, n, m);
+	t = pm_backends(&n);
+	add_table(buf, len, "profileme", t, n, m);
 	for (size_t i = 0; i < sizeof paragon_uses / sizeof paragon_uses[0]; i++)
 		if (paragon_uses[i].needs & HERITAGE_MECH_BIT(m))
 			add(buf, len, "", paragon_uses[i].users);

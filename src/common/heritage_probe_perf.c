@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/heritage_perf_ring.h"
 #include "common/heritage_probe.h"
 
 #define PROBE_PAGES 4
@@ -267,21 +268,10 @@ void heritage_tracepoint_probe(struct heritage_probe_result *r)
 /* Sample records in a ring after the kernel wrote them. */
 static unsigned count_samples(void *ring, size_t data_size)
 {
-	struct perf_event_mmap_page *meta = ring;
-	const char *data = (const char *)ring + meta->data_offset;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
-	unsigned n = 0;
-
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		struct perf_event_header h;
-		memcpy(&h, data + (tail % data_size), sizeof h); /* headers are 8-byte aligned: never wrap */
-		if (h.size == 0)
-			break;
-		if (h.type == PERF_RECORD_SAMPLE)
-			n++;
-		tail += h.size;
-	}
-	return n;
+	struct heritage_perf_ring_counts c = { 0 };
+	unsigned char rec[256];
+	heritage_perf_ring_walk(ring, data_size, rec, sizeof rec, heritage_perf_ring_count, &c);
+	return (unsigned)c.samples;
 }
 
 void heritage_sampling_probe(struct heritage_probe_result *r)
@@ -443,6 +433,19 @@ void heritage_ibs_probe(struct heritage_probe_result *r)
 	a.sample_period = 1u << 16;
 	a.sample_type = PERF_SAMPLE_IP;
 	a.disabled = 1;
+	/* User mode only, as the backend opens it, where the kernel can filter
+	 * (format/swfilt, "config2:0", on recent kernels): without it the kernel
+	 * refuses exclude_kernel on IBS (ibs.c perf_ibs_init), and an ordinary
+	 * account at perf_event_paranoid 2 may not sample the kernel. */
+	unsigned swbit;
+	f = fopen("/sys/bus/event_source/devices/ibs_op/format/swfilt", "re");
+	if (f) {
+		if (fscanf(f, "config2:%u", &swbit) == 1 && swbit < 64) {
+			a.config2 = 1ull << swbit;
+			a.exclude_kernel = 1;
+		}
+		fclose(f);
+	}
 	int fd = perf_open(&a, 0, -1);
 	if (fd < 0) {
 		open_failed(r, errno, "perf_event_open(ibs_op, this thread)", 2);

@@ -23,6 +23,7 @@
 
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
+#include "common/heritage_perf_ring.h"
 #include "common/heritage_probe.h"
 #include "imc/imc_trace.h"
 
@@ -193,44 +194,29 @@ static void on_mmap(struct imc_trace_session *s, const unsigned char *rec, size_
 	s->maps[s->nmaps++] = (struct imc_trace_map){ .start = v[0], .len = v[1], .pgoff = v[2], .path = path };
 }
 
+static void on_record(void *arg, const struct perf_event_header *h, const unsigned char *rec, size_t n)
+{
+	struct imc_trace_session *s = arg;
+	if (h->type == PERF_RECORD_SAMPLE && n >= sizeof *h + sizeof(struct sample_body)) {
+		struct sample_body b;
+		memcpy(&b, rec + sizeof *h, sizeof b);
+		on_sample(s, h->misc, &b);
+	} else if (h->type == PERF_RECORD_LOST) {
+		uint64_t lost = heritage_perf_record_lost(h, rec, n);
+		s->st.ring_lost += lost;
+		s->ring_lost_untaken += lost;
+	} else if (h->type == PERF_RECORD_MMAP)
+		on_mmap(s, rec, n);
+}
+
 /* Everything the kernel has written since the last drain; lock held. */
 static void drain(struct imc_trace_session *s)
 {
 	if (!s->ring)
 		return;
-	struct perf_event_mmap_page *meta = s->ring;
-	const unsigned char *data = (const unsigned char *)s->ring + meta->data_offset;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
+	/* An MMAP record's file name is at most PATH_MAX. */
 	unsigned char rec[4096 + 64];
-
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		struct perf_event_header h;
-		size_t at = (size_t)(tail % s->data_bytes);
-		for (size_t i = 0; i < sizeof h; i++)
-			((unsigned char *)&h)[i] = data[(at + i) % s->data_bytes];
-		if (h.size < sizeof h || tail + h.size > head)
-			break;
-		size_t n = h.size < sizeof rec ? h.size : sizeof rec;
-		if (at + n <= s->data_bytes)
-			memcpy(rec, data + at, n);
-		else {
-			memcpy(rec, data + at, s->data_bytes - at);
-			memcpy(rec + (s->data_bytes - at), data, n - (s->data_bytes - at));
-		}
-		if (h.type == PERF_RECORD_SAMPLE && n >= sizeof h + sizeof(struct sample_body)) {
-			struct sample_body b;
-			memcpy(&b, rec + sizeof h, sizeof b);
-			on_sample(s, h.misc, &b);
-		} else if (h.type == PERF_RECORD_LOST && n >= sizeof h + 16) {
-			uint64_t lost;
-			memcpy(&lost, rec + sizeof h + 8, sizeof lost);
-			s->st.ring_lost += lost;
-			s->ring_lost_untaken += lost;
-		} else if (h.type == PERF_RECORD_MMAP)
-			on_mmap(s, rec, n);
-		tail += h.size;
-	}
-	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	heritage_perf_ring_walk(s->ring, s->data_bytes, rec, sizeof rec, on_record, s);
 }
 
 static void *engine_main(void *arg)

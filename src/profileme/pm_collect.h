@@ -29,6 +29,7 @@ typedef void (*pm_sample_fn)(void *arg, const struct pm_sample *s);
 
 struct pm_backend_ops {
 	uint32_t fields;        /* PM_FIELD_BIT()s it can produce (some samples may still leave them unknown) */
+	uint32_t modelled;      /* of those, the ones derived by a documented model rather than seen */
 	const char *unit;       /* of the period: "ns" (thread CPU time) or "ops" (dispatched ops) */
 	uint64_t default_period;
 	uint64_t min_period;

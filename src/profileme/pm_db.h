@@ -74,8 +74,9 @@ void pm_db_free(struct pm_db_profile *p);
 /* The epoch directory to read: epoch given (NULL: the latest) under db.
  * 0 with dir, or -ENOENT with why. */
 int pm_db_epoch_dir(const char *db, const char *epoch, char *dir, size_t dlen, char *why, size_t len);
-/* Every image file of an epoch directory (sorted), NULL-terminated,
- * malloc'ed (free each and the array).  0 or -errno. */
+/* Every image file of an epoch directory, as paths epoch_dir/name (sorted;
+ * names starting with '.' skipped), NULL-terminated, malloc'ed (free each
+ * and the array).  0 or -errno. */
 int pm_db_list(const char *epoch_dir, char ***files, char *why, size_t len);
 /* The file for the image at path (matched by the `path` header, then by
  * basename): 0 with file, or -ENOENT with why. */

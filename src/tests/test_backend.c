@@ -57,7 +57,7 @@ static void set(heritage_probe_fn sw, heritage_probe_fn cpu, heritage_probe_fn p
 }
 
 /* Who uses a mechanism, as the man pages describe the backends (itanium2(3)
- * BACKENDS, alpha21064(3), paragon_rpm(3) EVENTS): read off the tables, so
+ * BACKENDS, alpha21064(3), paragon_rpm(3) EVENTS, profileme(3) BACKENDS): read off the tables, so
  * each user is named once and nothing is named for a mechanism no table
  * needs. */
 START_TEST(mechanism_users_come_from_the_tables)
@@ -67,7 +67,9 @@ START_TEST(mechanism_users_come_from_the_tables)
 	heritage_mech_users(HERITAGE_MECH_BREAKPOINT, buf, sizeof buf);
 	ck_assert_str_eq(buf, "itanium2 backend breakpoint");
 	heritage_mech_users(HERITAGE_MECH_SINGLE_STEP, buf, sizeof buf);
-	ck_assert_str_eq(buf, "itanium2 backend pagetrap; alpha21064 backend software");
+	ck_assert_str_eq(buf, "itanium2 backend pagetrap; alpha21064 backend software; profileme backend soft");
+	heritage_mech_users(HERITAGE_MECH_IBS, buf, sizeof buf);
+	ck_assert_str_eq(buf, "profileme backend ibs");
 	heritage_mech_users(HERITAGE_MECH_PAGETRAP, buf, sizeof buf);
 	ck_assert_str_eq(buf, "itanium2 backend pagetrap");
 	heritage_mech_users(HERITAGE_MECH_TRACEPOINT, buf, sizeof buf);
