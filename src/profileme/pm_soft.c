@@ -13,7 +13,9 @@
  *     are absolute (the previous due time plus the interval), so the mean
  *     rate stays 1/period although the kernel checks CPU timers only at its
  *     tick (CONFIG_HZ=250 here: 4 ms; measured, one signal per tick at
- *     most, about 250/s however short the period);
+ *     most, about 250/s however short the period).  So periods are rounded
+ *     up to the tick, measured at the first start (pm_soft_tick_ns), and the
+ *     estimate samples x period holds;
  *   - in the handler the interrupted PC is the tagged instruction: its bytes
  *     are read through the engine's /proc/self/mem (the page may be
  *     execute-only), decoded (watch_x86_pm_decode: length, conditional
@@ -104,6 +106,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -526,9 +529,79 @@ int pm_soft_stats(const struct pm_thread *t, struct pm_soft_stats *out)
 	return 0;
 }
 
+/* ---- the kernel's tick ---------------------------------------------------------
+ * CPU-time timers expire only at a tick that finds the thread running, so a
+ * period below the tick would give one sample per tick, and samples x period
+ * (pm_tally_estimate) would undercount.  Periods are rounded up to the tick,
+ * measured once: a CPU-time timer armed 1 ns ahead, twice in a row, fires at
+ * two consecutive ticks; the CPU time between the two is one tick.  The
+ * median of 5 (a preemption in between lengthens one).  CONFIG_HZ is not
+ * told to user space (sysconf's CLK_TCK is USER_HZ, 100).  Costs 6 ticks of
+ * CPU, 24 ms at HZ=250, once per process. */
+static uint64_t tick_ns;
+static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void measure_tick(void)
+{
+	tick_ns = 4000000; /* CONFIG_HZ=250, should the measurement fail */
+	int sig = PM_SOFT_SIGNAL;
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, sig);
+	if (pthread_sigmask(SIG_BLOCK, &block, &old) != 0)
+		return;
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = sig;
+	ev.sigev_value.sival_int = -1; /* no slot: the handler ignores it */
+	ev._sigev_un._tid = watch_sys_gettid();
+	int timer = -1;
+	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &ev, &timer) != 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return;
+	}
+	const struct timespec zero = { 0, 0 };
+	uint64_t fired[6], d[5];
+	int ok = 1;
+	for (int i = 0; i < 6 && ok; i++) {
+		struct itimerspec it = { .it_interval = { 0, 0 }, .it_value = { 0, 1 } };
+		ok = syscall(SYS_timer_settime, timer, 0, &it, NULL) == 0;
+		uint64_t start = thread_cpu_ns();
+		siginfo_t si;
+		/* Spin (CPU time is what expires it) until the signal is pending;
+		 * 1 s of CPU is 10 ticks of the coarsest kernel (HZ=100) and more. */
+		while (ok && sigtimedwait(&block, &si, &zero) != sig)
+			ok = thread_cpu_ns() - start < 1000000000u;
+		fired[i] = thread_cpu_ns();
+	}
+	syscall(SYS_timer_delete, timer);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ok)
+		return;
+	for (int i = 0; i < 5; i++)
+		d[i] = fired[i + 1] - fired[i];
+	qsort(d, 5, sizeof d[0], cmp_u64);
+	if (d[2] >= 100000 && d[2] <= 100000000) /* 10 kHz .. 10 Hz: a tick */
+		tick_ns = d[2];
+}
+
+uint64_t pm_soft_tick_ns(void)
+{
+	pthread_once(&tick_once, measure_tick);
+	return tick_ns;
+}
+
 static uint64_t soft_round(uint64_t period)
 {
-	return period;
+	uint64_t tick = pm_soft_tick_ns();
+	return period < tick ? tick : period;
 }
 
 const struct pm_backend_ops pm_soft_ops = {

@@ -14,8 +14,8 @@
 #define PM_SOFT_SIGNAL (SIGRTMIN + 6)
 
 /* ns of the thread's CPU time.  The kernel checks CPU-time timers at its
- * tick only (4 ms at CONFIG_HZ=250), so a period below the tick still gives
- * one sample per tick at most. */
+ * tick only (4 ms at CONFIG_HZ=250): a period below the tick is rounded up
+ * to it (pm_soft_tick_ns), the default is one tick at HZ=250. */
 #define PM_SOFT_DEFAULT_PERIOD 4000000u
 #define PM_SOFT_MIN_PERIOD 100000u
 
@@ -30,6 +30,10 @@ struct pm_soft_stats {
 	uint64_t stuck;     /* a signal came while our step was unfinished */
 	uint64_t handler_ns; /* wall time from the timer handler's entry to the sample's push */
 };
+
+/* The kernel's tick as the CPU-time timers see it, measured once per
+ * process (pm_soft.c); periods below it are rounded up to it. */
+uint64_t pm_soft_tick_ns(void);
 
 /* The counts of t, a thread started with the soft backend: 0 or -EINVAL. */
 int pm_soft_stats(const struct pm_thread *t, struct pm_soft_stats *out);

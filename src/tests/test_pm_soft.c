@@ -300,8 +300,9 @@ START_TEST(time_split_three_to_one)
 	check_fraction("the 3x function's share", a, a + b, 0.75);
 	/* The period: samples = CPU time / period (the timer's expiries are
 	 * absolute, so the tick's overshoot does not add up). */
-	double want = cpu / (PM_SOFT_DEFAULT_PERIOD / 1e9);
-	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %u ns\n", ngot, cpu, want, PM_SOFT_DEFAULT_PERIOD);
+	double want = cpu / ((double)th.period / 1e9);
+	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
+	        (unsigned long long)th.period);
 	if (rate_checkable())
 		ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
 	/* A register-only loop: no page faults, so no dtbmiss (the signal
@@ -317,15 +318,40 @@ END_TEST
 START_TEST(period_is_thread_cpu_time)
 {
 	/* Two ticks: within the kernel's reach. */
-	const uint64_t period = 2 * PM_SOFT_DEFAULT_PERIOD;
+	const uint64_t period = 2 * pm_soft_tick_ns();
 	begin(period);
-	run_for(0.45, run_work, 1000000);
+	ck_assert_uint_eq(th.period, period);
+	run_for(0.4, run_work, 1000000);
 	double cpu = end();
 	double want = cpu / (period / 1e9);
 	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
 	        (unsigned long long)period);
 	if (rate_checkable())
 		ck_assert_msg(ngot > 0.8 * want && ngot < 1.2 * want, "%u samples, expected %.0f +- 20 %%", ngot, want);
+}
+END_TEST
+
+/* The tick, measured by the backend, is a kernel's (HZ 100..1000), and a
+ * period below it is rounded up to it: samples x period stays the thread's
+ * CPU time. */
+START_TEST(periods_below_the_tick_are_rounded_up)
+{
+	uint64_t tick = pm_soft_tick_ns();
+	fprintf(stderr, "  tick %.3f ms\n", tick / 1e6);
+	ck_assert_uint_ge(tick, 900000);
+	ck_assert_uint_le(tick, 11000000);
+	ck_assert_uint_eq(pm_soft_ops.round_period(tick / 10), tick);
+	ck_assert_uint_eq(pm_soft_ops.round_period(3 * tick), 3 * tick);
+	begin(pm_soft_ops.min_period);
+	ck_assert_uint_eq(th.period, tick);
+	run_for(0.25, run_work, 1000000);
+	double cpu = end();
+	double want = cpu / ((double)tick / 1e9);
+	fprintf(stderr, "  asked %llu ns, got %llu: %u samples in %.3f s CPU, expected %.0f\n",
+	        (unsigned long long)pm_soft_ops.min_period,
+	        (unsigned long long)th.period, ngot, cpu, want);
+	if (rate_checkable())
+		ck_assert_msg(ngot > 0.75 * want && ngot < 1.25 * want, "%u samples, expected %.0f", ngot, want);
 }
 END_TEST
 
@@ -651,7 +677,7 @@ START_TEST(threads_each_their_own)
 	for (int i = 0; i < 2; i++) {
 		pthread_join(th2[i], NULL);
 		ck_assert_int_eq(w[i].err, 0);
-		double want = w[i].cpu / (PM_SOFT_DEFAULT_PERIOD / 1e9);
+		double want = w[i].cpu / ((double)w[i].t.period / 1e9);
 		fprintf(stderr, "  thread %d: %u samples in %.3f s CPU (expected %.0f), %u of another thread\n", i, w[i].n,
 		        w[i].cpu, want, w[i].foreign);
 		ck_assert_uint_eq(w[i].foreign, 0);
@@ -669,6 +695,7 @@ int main(void)
 {
 	if (!probe_or_skip())
 		return 77;
+	pm_soft_tick_ns(); /* measured once here, not in each forked test */
 	Suite *s = suite_create("pm_soft");
 	TCase *tc = tcase_create("soft backend");
 	tcase_set_timeout(tc, 30);
@@ -676,6 +703,7 @@ int main(void)
 	tcase_add_test(tc, branch_taken_three_in_four);
 	tcase_add_test(tc, time_split_three_to_one);
 	tcase_add_test(tc, period_is_thread_cpu_time);
+	tcase_add_test(tc, periods_below_the_tick_are_rounded_up);
 	tcase_add_test(tc, division_by_zero_goes_to_the_program);
 	tcase_add_test(tc, division_by_zero_left_by_siglongjmp);
 	tcase_add_test(tc, illegal_opcode_and_segv_go_to_the_program);
