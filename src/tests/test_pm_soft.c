@@ -264,7 +264,7 @@ START_TEST(branch_taken_three_in_four)
 {
 	begin(PM_SOFT_DEFAULT_PERIOD);
 	/* Chunks of a multiple of 4 iterations: 3 in 4 exactly. */
-	run_until(run_loop34, 400, pm_loop34_branch, pm_loop34_branch + 1, 250, 8.0);
+	run_until(run_loop34, 400, pm_loop34_branch, pm_loop34_branch + 1, 230, 8.0);
 	end();
 	unsigned at = 0, taken = 0, other_taken_known = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -287,7 +287,7 @@ END_TEST
 START_TEST(time_split_three_to_one)
 {
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	run_until(run_three_to_one, 500000, pm_work_a, pm_work_b_end, 320, 6.0);
+	run_until(run_three_to_one, 500000, pm_work_a, pm_work_b_end, 300, 6.0);
 	double cpu = end();
 	unsigned a = 0, b = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -321,7 +321,7 @@ START_TEST(period_is_thread_cpu_time)
 	const uint64_t period = 2 * pm_soft_tick_ns();
 	begin(period);
 	ck_assert_uint_eq(th.period, period);
-	run_for(0.4, run_work, 1000000);
+	run_for(0.35, run_work, 1000000);
 	double cpu = end();
 	double want = cpu / (period / 1e9);
 	fprintf(stderr, "  %u samples in %.3f s CPU, expected %.0f at %llu ns\n", ngot, cpu, want,
@@ -611,7 +611,7 @@ START_TEST(pushf_is_not_stepped)
 	signal(SIGTRAP, on_trap);
 	tf_pushed = 0;
 	begin(PM_SOFT_DEFAULT_PERIOD);
-	run_for(0.15, run_pushf, 1000000);
+	run_for(0.1, run_pushf, 1000000);
 	struct pm_soft_stats st;
 	ck_assert_int_eq(pm_soft_stats(&th, &st), 0);
 	end();
