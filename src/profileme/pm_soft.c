@@ -84,7 +84,10 @@
  * at ticks that find the thread running: measured down to 60 % of CPU time /
  * period.  Expiries that fall more than 4 periods behind are dropped.
  *
- * Limits: a thread that exits without pm_thread_stop keeps its slot (64);
+ * Limits: like any profiler's timer signal (SIGPROF), ours can end a long
+ * interruptible system call that burns CPU early (a read of /dev/zero
+ * returns short); SA_RESTART restarts the rest.  A thread that exits
+ * without pm_thread_stop keeps its slot (64);
  * an instruction whose step neither completes nor faults (a handler for a
  * tgkill'ed synchronous signal that siglongjmps before it runs) leaves the
  * step pending, and further samples of that thread are counted in

@@ -4,8 +4,11 @@
  * place where a signal no client took goes to the application's own handler.
  *
  * sigaction() and signal() are interposed for SIGSEGV and SIGTRAP (and SIGFPE
- * once a client claimed it) so that our handlers stay first; what the
- * application installs is recorded and run by chain().
+ * once a client claimed it, SIGFPE, SIGILL and SIGBUS after
+ * watch_signal_faults_start) so that our handlers stay first; what the
+ * application installs is recorded and run by chain().  A fault of an
+ * instruction stepped by watch_step_one_ex() cancels that step before any
+ * client or the application sees the signal (step_one_fault).
  *
  * The handlers touch only: their stack (sigaltstack, mmap'd here), the static
  * page-aligned state below and the clients' (each names its own), and raw

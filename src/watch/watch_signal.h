@@ -1,6 +1,7 @@
 /*
  * The signal engine: the one owner of SIGSEGV, SIGTRAP and SIGFPE in the
- * process (watch_signal.c).
+ * process, and of SIGILL and SIGBUS once watch_signal_faults_start() ran
+ * (watch_signal.c).
  *
  * Every user of a synchronous signal is a client in one table, with an
  * explicit priority (lower runs first); the engine's handler offers the
