@@ -484,7 +484,7 @@ START_TEST(illegal_opcode_and_segv_go_to_the_program)
 	/* A page of a file cut to nothing: a load there is SIGBUS. */
 	const char *tmp = getenv("TMPDIR");
 	char path[512];
-	snprintf(path, sizeof path, "%s/pm_soft_bus.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	snprintf(path, sizeof path, "%s/pm_soft_bus.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	unlink(path);
