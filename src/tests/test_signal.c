@@ -2,17 +2,20 @@
  * Unit tests of the signal engine (src/watch/watch_signal.c) alone: the
  * client table's order, what a client's answer does, and the chaining to
  * the application's handler installed with sigaction() after the engine
- * (SIG_IGN, SIG_DFL, SA_RESETHAND).  Each test runs in its own process
+ * (SIG_IGN, SIG_DFL, SA_RESETHAND); watch_step_one_ex() from an
+ * asynchronous handler, completed or cancelled by a fault.  Each test runs in its own process
  * (Check forks), so each starts with an empty table.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "watch/watch_signal.h"
+#include "common/heritage_probe.h"
 
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -261,6 +264,151 @@ START_TEST(register_refuses_bad_clients)
 }
 END_TEST
 
+/* ---- watch_step_one_ex from an asynchronous handler -------------------------
+ * tgkill(pid, tid, sig) whose signal is delivered on the way back from the
+ * system call, with RIP at the ud2 after it; the application's SIGILL
+ * handler resumes at sig_ud2_next. */
+void sig_ud2_after_kill(long pid, long tid, long sig);
+extern char sig_ud2_insn[], sig_ud2_next[];
+__asm__(".text\n"
+        ".globl sig_ud2_after_kill, sig_ud2_insn, sig_ud2_next\n"
+        "sig_ud2_after_kill:\n"
+        "	mov $234, %eax\n" /* SYS_tgkill */
+        "	syscall\n"
+        "sig_ud2_insn:\n"
+        "	ud2\n"
+        "sig_ud2_next:\n"
+        "	ret\n");
+
+static unsigned steps_done, steps_faulted, app_ill, app_trap;
+static uintptr_t stepped_from, stepped_to;
+static int fault_sig;
+
+static void on_step_done(void *arg, ucontext_t *uc)
+{
+	(void)arg;
+	steps_done++;
+	stepped_to = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+}
+
+static void on_step_fault(void *arg, int sig, siginfo_t *si, ucontext_t *uc)
+{
+	(void)arg;
+	(void)si;
+	(void)uc;
+	steps_faulted++;
+	fault_sig = sig;
+}
+
+/* The asynchronous handler: steps the interrupted instruction. */
+static void async_stepper(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ctx;
+	stepped_from = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	ck_assert_int_eq(watch_step_one_ex(uc, on_step_done, on_step_fault, NULL), 0);
+}
+
+static void app_on_ill(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	greg_t *g = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+	app_ill++;
+	if (g[REG_RIP] == (greg_t)(uintptr_t)sig_ud2_insn)
+		g[REG_RIP] = (greg_t)(uintptr_t)sig_ud2_next;
+}
+
+static void app_on_trap(int sig)
+{
+	(void)sig;
+	app_trap++;
+}
+
+/* Stepping needs the trap flag to work here (the probe says why not). */
+static int single_step_works(void)
+{
+	const struct heritage_probe_result *r = heritage_probe(HERITAGE_MECH_SINGLE_STEP);
+	if (r->state != HERITAGE_PROBE_WORKS)
+		fprintf(stderr, "watch_step_one_ex tests skipped: single_step: %s\n", r->evidence);
+	return r->state == HERITAGE_PROBE_WORKS;
+}
+
+static void install_async_stepper(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = async_stepper;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+}
+
+static int usr1_blocked(void)
+{
+	sigset_t cur;
+	sigprocmask(SIG_SETMASK, NULL, &cur);
+	return sigismember(&cur, SIGUSR1);
+}
+
+START_TEST(step_one_ex_from_an_async_handler_completes)
+{
+	if (!single_step_works())
+		return;
+	char why[256] = "";
+	ck_assert_msg(watch_signal_faults_start(why, sizeof why) == 0, "%s", why);
+	watch_signal_ensure_altstack();
+	app_install(SIGTRAP, app_on_trap, 0);
+	install_async_stepper();
+	for (int i = 0; i < 10; i++)
+		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
+	ck_assert_uint_eq(steps_done, 10);
+	ck_assert_uint_eq(steps_faulted, 0);
+	ck_assert(stepped_to > stepped_from && stepped_to - stepped_from <= 15);
+	ck_assert(!usr1_blocked());
+	ck_assert_uint_eq(app_trap, 0);
+}
+END_TEST
+
+/* The stepped instruction faults: the step is cancelled (fault(), not
+ * done()), the application's handler, installed before the engine took
+ * SIGILL, runs and moves RIP on; no step trap follows and the mask the
+ * step blocked is the application's again. */
+START_TEST(step_one_ex_fault_goes_to_the_application)
+{
+	if (!single_step_works())
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = app_on_ill;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGILL, &sa, NULL), 0);
+	char why[256] = "";
+	ck_assert_msg(watch_signal_faults_start(why, sizeof why) == 0, "%s", why);
+	watch_signal_ensure_altstack();
+	app_install(SIGTRAP, app_on_trap, 0);
+	install_async_stepper();
+	for (int i = 0; i < 10; i++)
+		sig_ud2_after_kill(getpid(), syscall(SYS_gettid), SIGUSR1);
+	ck_assert_uint_eq(stepped_from, (uintptr_t)sig_ud2_insn);
+	ck_assert_uint_eq(steps_faulted, 10);
+	ck_assert_int_eq(fault_sig, SIGILL);
+	ck_assert_uint_eq(steps_done, 0);
+	ck_assert_uint_eq(app_ill, 10);
+	ck_assert(!usr1_blocked());
+	/* And the application still sees its SIGILL as before: oldact. */
+	struct sigaction old;
+	ck_assert_int_eq(sigaction(SIGILL, NULL, &old), 0);
+	ck_assert_ptr_eq((void *)old.sa_sigaction, (void *)app_on_ill);
+	/* A step after the faults completes normally: nothing was left armed. */
+	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
+	ck_assert_uint_eq(steps_done, 1);
+	ck_assert_uint_eq(app_trap, 0);
+}
+END_TEST
+
 static Suite *signal_suite(void)
 {
 	Suite *s = suite_create("signal engine");
@@ -276,6 +424,8 @@ static Suite *signal_suite(void)
 	tcase_add_test(tc, pass_on_reaches_later_clients_not_the_application);
 	tcase_add_test(tc, other_signals_are_not_offered);
 	tcase_add_test(tc, register_refuses_bad_clients);
+	tcase_add_test(tc, step_one_ex_from_an_async_handler_completes);
+	tcase_add_test(tc, step_one_ex_fault_goes_to_the_application);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -273,6 +273,60 @@ START_TEST(breakpoint_effects_from_the_registers_after)
 }
 END_TEST
 
+/* What profileme's soft backend asks of a sampled instruction
+ * (watch_x86_pm_decode): its length, whether `taken` is defined, whether it
+ * may be stepped, and its operand addresses from the registers before it. */
+START_TEST(profileme_fields_of_an_instruction)
+{
+	setup();
+	ucontext_t uc;
+	struct watch_x86_pm d;
+	memset(&uc, 0, sizeof uc);
+	REG(uc, RSP) = 0x7000100;
+	REG(uc, RBX) = 0x5000;
+	REG(uc, RCX) = 3;
+	static const struct {
+		uint8_t b[8];
+		unsigned n, len, cond, no_step, naccess;
+		uintptr_t addr;
+		uint32_t size;
+	} c[] = {
+		{ { 0x75, 0x10 }, 2, 2, 1, 0, 0, 0, 0 },                         /* jne */
+		{ { 0x0f, 0x84, 1, 0, 0, 0 }, 6, 6, 1, 0, 0, 0, 0 },             /* je rel32 */
+		{ { 0xe3, 0x05 }, 2, 2, 1, 0, 0, 0, 0 },                         /* jrcxz */
+		{ { 0xe2, 0xfe }, 2, 2, 1, 0, 0, 0, 0 },                         /* loop */
+		{ { 0xeb, 0x05 }, 2, 2, 0, 0, 0, 0, 0 },                         /* jmp: always taken, no `taken` */
+		{ { 0x0f, 0x05 }, 2, 2, 0, 1, 0, 0, 0 },                         /* syscall */
+		{ { 0xcc }, 1, 1, 0, 1, 0, 0, 0 },                               /* int3 */
+		{ { 0xcd, 0x80 }, 2, 2, 0, 1, 0, 0, 0 },                         /* int $0x80 */
+		{ { 0x9c }, 1, 1, 0, 1, 0, 0, 0 },                               /* pushf: would push TF */
+		{ { 0x48, 0x8b, 0x44, 0x8b, 0x08 }, 5, 5, 0, 0, 1, 0x5014, 8 }, /* mov 8(%rbx,%rcx,4),%rax */
+		{ { 0x66, 0x89, 0x43, 0x01 }, 4, 4, 0, 0, 1, 0x5001, 2 },       /* mov %ax,1(%rbx) */
+		{ { 0x48, 0x8d, 0x43, 0x01 }, 4, 4, 0, 0, 0, 0, 0 },             /* lea: no access */
+		{ { 0xc3 }, 1, 1, 0, 0, 1, 0x7000100, 8 },                       /* ret */
+	};
+	for (unsigned i = 0; i < sizeof c / sizeof c[0]; i++) {
+		ck_assert_int_eq(watch_x86_pm_decode(c[i].b, c[i].n, 0x401000, &uc, &d), 0);
+		ck_assert_msg(d.len == c[i].len && d.cond_branch == c[i].cond && d.no_step == c[i].no_step &&
+		                  d.naccess == c[i].naccess,
+		              "case %u: len %u cond %u no_step %u naccess %u", i, d.len, d.cond_branch, d.no_step,
+		              d.naccess);
+		if (c[i].naccess) {
+			ck_assert_uint_eq(d.acc[0].addr, c[i].addr);
+			ck_assert_uint_eq(d.acc[0].size, c[i].size);
+		}
+	}
+	/* RIP-relative: from the next instruction. */
+	static const uint8_t riprel[] = { 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00 }; /* mov 0x10(%rip),%eax */
+	ck_assert_int_eq(watch_x86_pm_decode(riprel, sizeof riprel, 0x401000, &uc, &d), 0);
+	ck_assert_uint_eq(d.naccess, 1);
+	ck_assert_uint_eq(d.acc[0].addr, 0x401000 + 6 + 0x10);
+	ck_assert_uint_eq(d.acc[0].size, 4);
+	static const uint8_t bad[] = { 0x06 }; /* push %es: invalid in 64-bit mode */
+	ck_assert_int_eq(watch_x86_pm_decode(bad, sizeof bad, 0x401000, &uc, &d), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("x86");
@@ -282,6 +336,7 @@ int main(void)
 	tcase_add_test(tc, string_instructions_cover_every_iteration);
 	tcase_add_test(tc, lengths_and_rep_stores);
 	tcase_add_test(tc, breakpoint_effects_from_the_registers_after);
+	tcase_add_test(tc, profileme_fields_of_an_instruction);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

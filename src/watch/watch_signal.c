@@ -4,8 +4,11 @@
  * place where a signal no client took goes to the application's own handler.
  *
  * sigaction() and signal() are interposed for SIGSEGV and SIGTRAP (and SIGFPE
- * once a client claimed it) so that our handlers stay first; what the
- * application installs is recorded and run by chain().
+ * once a client claimed it, SIGFPE, SIGILL and SIGBUS after
+ * watch_signal_faults_start) so that our handlers stay first; what the
+ * application installs is recorded and run by chain().  A fault of an
+ * instruction stepped by watch_step_one_ex() cancels that step before any
+ * client or the application sees the signal (step_one_fault).
  *
  * The handlers touch only: their stack (sigaltstack, mmap'd here), the static
  * page-aligned state below and the clients' (each names its own), and raw
@@ -53,8 +56,10 @@ struct engine_state {
 
 	/* What the application installed for SIGSEGV / SIGTRAP / SIGFPE. */
 	_Atomic int app_lock;
-	struct sigaction app_segv, app_trap, app_fpe;
+	struct sigaction app_segv, app_trap, app_fpe, app_ill, app_bus;
 	_Atomic int fpe_claimed;
+	/* watch_sigbit()s of SIGFPE, SIGILL, SIGBUS whose handler is the engine's. */
+	_Atomic uint64_t faults_installed;
 	watch_signal_fn fpe_fn;
 	/* The client of SIGTRAPs from perf events (watch_trap_perf_claim). */
 	_Atomic(watch_signal_fn) perf_fn;
@@ -99,8 +104,9 @@ static uint64_t sync_signals(void)
 int watch_signal_register(const struct watch_signal_client *c, char *why, size_t len)
 {
 	static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-	if (!c || !c->fn || (c->sig != SIGSEGV && c->sig != SIGTRAP && c->sig != SIGFPE)) {
-		set_why(why, len, "signal engine: a client needs a handler and SIGSEGV, SIGTRAP or SIGFPE");
+	if (!c || !c->fn ||
+	    (c->sig != SIGSEGV && c->sig != SIGTRAP && c->sig != SIGFPE && c->sig != SIGILL && c->sig != SIGBUS)) {
+		set_why(why, len, "signal engine: a client needs a handler and SIGSEGV, SIGTRAP, SIGFPE, SIGILL or SIGBUS");
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&reg_lock);
@@ -143,7 +149,13 @@ static void app_unlock(void)
 
 static struct sigaction *app_action(int sig)
 {
-	return sig == SIGSEGV ? &engine->app_segv : sig == SIGFPE ? &engine->app_fpe : &engine->app_trap;
+	switch (sig) {
+	case SIGSEGV: return &engine->app_segv;
+	case SIGFPE: return &engine->app_fpe;
+	case SIGILL: return &engine->app_ill;
+	case SIGBUS: return &engine->app_bus;
+	default: return &engine->app_trap;
+	}
 }
 
 void watch_signal_diag_hex(char **p, const char *end, const char *name, uint64_t v)
@@ -203,8 +215,9 @@ static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
 		__sigaction(sig, &dfl, NULL);
-		/* SIGFPE too is a fault: the instruction runs again and faults. */
-		if ((sig != SIGSEGV && sig != SIGFPE) || si->si_code <= 0)
+		/* SIGFPE, SIGILL and SIGBUS too are faults: the instruction runs
+		 * again and faults. */
+		if ((sig != SIGSEGV && sig != SIGFPE && sig != SIGILL && sig != SIGBUS) || si->si_code <= 0)
 			watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), sig);
 		return;
 	}
@@ -250,13 +263,18 @@ static void dispatch(int sig, siginfo_t *si, ucontext_t *uc, int self, int perf_
 		chain(sig, si, uc);
 }
 
+static void step_one_fault(int sig, siginfo_t *si, ucontext_t *uc);
+
 __attribute__((no_stack_protector)) static void on_segv(int sig, siginfo_t *si, void *ctx)
 {
+	step_one_fault(sig, si, ctx);
 	dispatch(sig, si, ctx, watch_sys_gettid(), 0);
 }
 
+/* SIGFPE, and SIGILL and SIGBUS after watch_signal_faults_start(). */
 __attribute__((no_stack_protector)) static void on_fpe(int sig, siginfo_t *si, void *ctx)
 {
+	step_one_fault(sig, si, ctx);
 	dispatch(sig, si, ctx, 0, 0);
 }
 
@@ -293,19 +311,31 @@ static __thread struct {
 	int armed;
 	int had_tf;          /* TF was set before us (stepping, a window, the application) */
 	uint64_t mask;       /* the signal mask to give back */
+	uintptr_t rip;       /* the stepped instruction */
 	watch_step_done_fn fn;
+	watch_step_fault_fn fault; /* watch_step_one_ex: cancel on a fault there */
 	void *arg;
 } one_step __attribute__((tls_model("initial-exec")));
 
 int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg)
+{
+	return watch_step_one_ex(uc, done, NULL, arg);
+}
+
+int watch_step_one_ex(ucontext_t *uc, watch_step_done_fn done, watch_step_fault_fn fault, void *arg)
 {
 	if (one_step.armed)
 		return -EBUSY;
 	greg_t *g = uc->uc_mcontext.gregs;
 	one_step.had_tf = ((uint64_t)g[REG_EFL] & WATCH_EFLAGS_TF) != 0;
 	one_step.mask = *watch_mask_word(uc);
+	one_step.rip = (uintptr_t)g[REG_RIP];
 	one_step.fn = done;
+	one_step.fault = fault;
 	one_step.arg = arg;
+	/* Armed last: an asynchronous handler may be interrupted here by a
+	 * synchronous signal, whose handler must not see half a step. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	one_step.armed = 1;
 	/* No application handler may run between here and the trap: it would
 	 * run with the client's temporary state (e.g. exceptions masked). */
@@ -331,6 +361,23 @@ static enum watch_claim step_one_client(struct watch_signal_event *ev, void *arg
 	/* TF was also someone else's: the same trap is theirs too, as if it had
 	 * not been ours. */
 	return WATCH_NOT_MINE;
+}
+
+/* The instruction watch_step_one_ex() stepped faulted instead of completing:
+ * the kernel delivers the fault with the step's TF and mask in the context.
+ * Give both back as they were before the step, so that whoever handles the
+ * fault (a client, the application's handler, its siglongjmp) sees the
+ * thread as if it had never been stepped, and no step trap follows. */
+static void step_one_fault(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	if (!one_step.armed || !one_step.fault || si->si_code <= 0 || (uintptr_t)g[REG_RIP] != one_step.rip)
+		return;
+	one_step.armed = 0;
+	*watch_mask_word(uc) = one_step.mask;
+	if (!one_step.had_tf)
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~WATCH_EFLAGS_TF);
+	one_step.fault(one_step.arg, sig, si, uc);
 }
 
 /* Last before the application: a step trap nobody asked for. */
@@ -639,13 +686,42 @@ int watch_signal_claim(int sig, watch_signal_fn fn, char *why, size_t len)
 	}
 	app_lock();
 	struct sigaction sa = engine_action(on_fpe);
-	err = __sigaction(SIGFPE, &sa, &engine->app_fpe) != 0 ? -errno : 0;
+	/* Already the engine's (watch_signal_faults_start): app_fpe holds the
+	 * application's, which a second install would overwrite with ours. */
+	if (!(atomic_load(&engine->faults_installed) & watch_sigbit(SIGFPE)))
+		err = __sigaction(SIGFPE, &sa, &engine->app_fpe) != 0 ? -errno : 0;
 	if (!err)
 		atomic_store(&engine->fpe_claimed, 1);
 	app_unlock();
 	pthread_mutex_unlock(&claim_lock);
 	if (err)
 		set_why(why, len, "signal engine: sigaction(SIGFPE): %s", strerror(-err));
+	return err;
+}
+
+int watch_signal_faults_start(char *why, size_t len)
+{
+	int err = watch_signal_start("signal engine", why, len);
+	if (err)
+		return err;
+	static const int sigs[] = { SIGFPE, SIGILL, SIGBUS };
+	pthread_mutex_lock(&claim_lock);
+	app_lock();
+	struct sigaction sa = engine_action(on_fpe);
+	for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0] && !err; i++) {
+		int sig = sigs[i];
+		if ((atomic_load(&engine->faults_installed) & watch_sigbit(sig)) ||
+		    (sig == SIGFPE && atomic_load(&engine->fpe_claimed)))
+			continue;
+		if (__sigaction(sig, &sa, app_action(sig)) != 0)
+			err = -errno;
+		else
+			atomic_fetch_or(&engine->faults_installed, watch_sigbit(sig));
+	}
+	app_unlock();
+	pthread_mutex_unlock(&claim_lock);
+	if (err)
+		set_why(why, len, "signal engine: sigaction(SIGFPE/SIGILL/SIGBUS): %s", strerror(-err));
 	return err;
 }
 
@@ -688,7 +764,8 @@ int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len)
 HERITAGE_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	if (((sig == SIGSEGV || sig == SIGTRAP) && engine->installed) ||
-	    (sig == SIGFPE && atomic_load(&engine->fpe_claimed))) {
+	    (sig == SIGFPE && atomic_load(&engine->fpe_claimed)) ||
+	    (sig > 0 && sig < 64 && (atomic_load(&engine->faults_installed) & watch_sigbit(sig)))) {
 		app_lock();
 		if (oldact)
 			*oldact = *app_action(sig);

@@ -1,6 +1,7 @@
 /*
  * The signal engine: the one owner of SIGSEGV, SIGTRAP and SIGFPE in the
- * process (watch_signal.c).
+ * process, and of SIGILL and SIGBUS once watch_signal_faults_start() ran
+ * (watch_signal.c).
  *
  * Every user of a synchronous signal is a client in one table, with an
  * explicit priority (lower runs first); the engine's handler offers the
@@ -68,7 +69,7 @@ enum {
 
 struct watch_signal_client {
 	const char *name;
-	int sig;      /* SIGSEGV, SIGTRAP or SIGFPE */
+	int sig;      /* SIGSEGV, SIGTRAP, SIGFPE (SIGILL, SIGBUS: after watch_signal_faults_start) */
 	int priority; /* lower first; equal priorities in registration order */
 	enum watch_claim (*fn)(struct watch_signal_event *ev, void *arg);
 	void *arg;
@@ -93,6 +94,12 @@ int watch_signal_register(const struct watch_signal_client *c, char *why, size_t
 /* Before a client's first signal: the engine's state, its handlers for
  * SIGSEGV and SIGTRAP.  0, or -errno with "<who>: cannot start (...)". */
 int watch_signal_start(const char *who, char *why, size_t len);
+/* Also the engine's handlers for SIGFPE, SIGILL and SIGBUS, with sigaction()
+ * and signal() interposed for them as for SIGSEGV, so that a fault of an
+ * instruction stepped by watch_step_one_ex() is seen first (the
+ * application's handlers run as before, from chain()).  Thread context.
+ * 0, or -errno with a message in why. */
+int watch_signal_faults_start(char *why, size_t len);
 /* The engine's state alone (no handler installed).  0 or -errno. */
 int watch_signal_init(void);
 

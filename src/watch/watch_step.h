@@ -61,6 +61,19 @@ typedef void (*watch_step_done_fn)(void *arg, ucontext_t *uc);
  * if this thread already has a step pending. */
 int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg);
 
+/* The same from an asynchronous signal handler too (profileme's soft
+ * backend steps the instruction a CPU-time timer interrupted), for an
+ * instruction that may fault.  If it raises SIGSEGV, SIGBUS, SIGFPE or SIGILL
+ * (a fault: si_code > 0, at the stepped RIP) the step is cancelled before
+ * anyone else sees the signal: TF and the signal mask are given back as they
+ * were before the step, then fault(arg, sig, si, uc) runs, and the signal
+ * goes on to the engine's clients and the application's handler exactly as
+ * without the step (a handler that fixes RIP or siglongjmps is not followed
+ * by a stray step trap).  done() is then never called.  Needs
+ * watch_signal_faults_start().  Async-signal-safe.  0, or -EBUSY. */
+typedef void (*watch_step_fault_fn)(void *arg, int sig, siginfo_t *si, ucontext_t *uc);
+int watch_step_one_ex(ucontext_t *uc, watch_step_done_fn done, watch_step_fault_fn fault, void *arg);
+
 /* A synchronous signal other than SIGSEGV/SIGTRAP (only SIGFPE so far) that a
  * client handles first.  fn returns non-zero for a signal it handled; the
  * others go to what the application installed (sigaction() and signal() are

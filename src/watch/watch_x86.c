@@ -903,3 +903,83 @@ int watch_x86_effect(const uint8_t *bytes, size_t avail, uint64_t pc, const ucon
 		out->loads = WATCH_X86_NO;
 	return 0;
 }
+
+/* ---- a sampled instruction --------------------------------------------------- */
+
+static int is_cond_branch(unsigned id)
+{
+	switch (id) {
+	case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB: case X86_INS_JCXZ:
+	case X86_INS_JECXZ: case X86_INS_JE: case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE:
+	case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP: case X86_INS_JNS:
+	case X86_INS_JO: case X86_INS_JP: case X86_INS_JRCXZ: case X86_INS_JS: case X86_INS_LOOP:
+	case X86_INS_LOOPE: case X86_INS_LOOPNE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void pm_add(struct watch_x86_pm *out, uintptr_t addr, uint32_t size)
+{
+	if (out->naccess >= WATCH_X86_MAX_ACCESS)
+		return;
+	out->acc[out->naccess].addr = addr;
+	out->acc[out->naccess].size = size ? size : 1;
+	out->naccess++;
+}
+
+int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc,
+                        struct watch_x86_pm *out)
+{
+	memset(out, 0, sizeof *out);
+	int h = hit_take();
+	if (h < 0)
+		return -1;
+	const uint8_t *code = bytes;
+	uint64_t addr = pc;
+	cs_insn *in = x86.s.hit_insn[h];
+	if (!x86.s.disasm_iter(x86.s.hit_handle[h], &code, &avail, &addr, in)) {
+		hit_give(h);
+		return -1;
+	}
+	const greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t next = pc + in->size, rsp = (uint64_t)g[REG_RSP];
+	out->len = in->size;
+	out->cond_branch = (uint8_t)is_cond_branch(in->id);
+	switch (in->id) {
+	case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_INT: case X86_INS_INT3: case X86_INS_INT1:
+	case X86_INS_INTO: case X86_INS_PUSHF: case X86_INS_PUSHFD: case X86_INS_PUSHFQ:
+		out->no_step = 1;
+		break;
+	case X86_INS_LEA: case X86_INS_NOP: case X86_INS_PREFETCH: case X86_INS_PREFETCHNTA:
+	case X86_INS_PREFETCHT0: case X86_INS_PREFETCHT1: case X86_INS_PREFETCHT2: case X86_INS_PREFETCHW:
+	case X86_INS_CLFLUSH:
+		hit_give(h);
+		return 0; /* an address operand that is not accessed */
+	case X86_INS_PUSH: case X86_INS_CALL:
+		pm_add(out, (uintptr_t)(rsp - 8), 8);
+		break;
+	case X86_INS_POP: case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_RET:
+		pm_add(out, (uintptr_t)rsp, 8);
+		break;
+	default:
+		break;
+	}
+	const cs_x86 *x = &in->detail->x86;
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM)
+			continue;
+		int ok = 1;
+		uint64_t ea = segment_base(o->mem.segment) + reg_value(o->mem.base, g, next, &ok) +
+		              reg_value(o->mem.index, g, next, &ok) * (uint64_t)(o->mem.scale ? o->mem.scale : 1) +
+		              (uint64_t)o->mem.disp;
+		if (!ok)
+			out->address_unknown = 1;
+		else
+			pm_add(out, (uintptr_t)ea, o->size);
+	}
+	hit_give(h);
+	return 0;
+}

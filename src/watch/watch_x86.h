@@ -100,6 +100,31 @@ int watch_x86_length(const uint8_t *bytes, size_t avail, uint64_t pc, unsigned *
  * iterations with RIP still on it.  From the bytes alone. */
 int watch_x86_is_rep_store(const uint8_t *bytes, size_t avail);
 
+/* ---- a sampled instruction (profileme's soft backend, pm_soft.c) -----------
+ * What the ProfileMe fields need of the instruction at pc, from its bytes and
+ * the registers before it runs (uc: the interrupted context).  Same safety as
+ * watch_x86_effect (the hit decoders' pool). */
+struct watch_x86_pm {
+	unsigned len;
+	/* jcc, jrcxz/jecxz/jcxz, loop/loope/loopne: `taken` is defined. */
+	uint8_t cond_branch;
+	/* Must not run with TF set: syscall, sysenter, int n, int3, int1, into
+	 * (the kernel drops or turns the step trap), pushf (it would push TF,
+	 * and a later popf would trap where nobody stepped). */
+	uint8_t no_step;
+	/* An operand's address could not be computed (vector index: gathers). */
+	uint8_t address_unknown;
+	unsigned naccess;
+	/* Explicit memory operands actually accessed (not lea, nop, prefetch,
+	 * clflush), plus the stack slot of push/pop/call/ret. */
+	struct {
+		uintptr_t addr;
+		uint32_t size;
+	} acc[WATCH_X86_MAX_ACCESS];
+};
+int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc,
+                        struct watch_x86_pm *out);
+
 /* The pages holding the decoder's state, which must never be watched. */
 void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
 
