@@ -119,11 +119,11 @@ static const struct row rows[] = {
 	 * spinning is 25000; polled on PAPI's timer. */
 	{ .name = "imc_thread_cyc", .component = "imc", .event = "imc:::thread_imc::CPM_CS_32MHZ_CYC_USER",
 	  .threshold = 2500, .work = SPIN, .seconds = 0.4, .polled = 1 },
-	/* Every sample of `any` adds the period (100 us of the thread's CPU
-	 * time, soft backend): 10 samples per delivery, each at the tagged
-	 * instruction's own PC. */
+	/* Every sample of `any` adds the period (the soft backend's: the
+	 * kernel's tick of the thread's CPU time, 4 ms at HZ 250); a delivery
+	 * per 20 ms crossed, each at the tagged instruction's own PC. */
 	{ .name = "profileme_any", .component = "profileme", .event = "profileme:::any",
-	  .threshold = 1000000, .env = "PAPI_HERITAGE_PROFILEME_PERIOD", .env_value = "100000",
+	  .threshold = 20000000, .env = "PAPI_HERITAGE_PROFILEME_BACKEND", .env_value = "soft",
 	  .work = SPIN, .seconds = 0.4 },
 };
 

@@ -29,8 +29,6 @@ void pm_taken3(long n);
 long pm_unaligned(const void *p, long n);
 extern const char pm_hot_end[], pm_cold_end[], pm_taken3_end[], pm_unaligned_end[];
 
-#define PERIOD_NS 100000 /* 100 us of CPU time: ~10000 samples/s, enough in 0.3 s */
-
 static long long thread_ns(void)
 {
 	struct timespec ts;
@@ -72,10 +70,21 @@ static const char *units_of(const char *name)
 	return info.units;
 }
 
-static long long period(void)
+/* The period in effect: the backend rounds what was asked (the soft one up
+ * to the kernel's tick, 4 ms at HZ 250, its highest rate). */
+static long long period(int set)
 {
-	const char *p = getenv("PAPI_HERITAGE_PROFILEME_PERIOD");
-	return p ? atoll(p) : 0;
+	struct papi_heritage_profileme_sampling s;
+	CHECK_PAPI(papi_heritage_profileme_sampling(set, &s));
+	printf("backend %s, period %lld %s\n", s.backend, s.period, s.unit);
+	return s.period;
+}
+
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void mode_events(void)
@@ -89,20 +98,22 @@ static void mode_events(void)
 	for (int i = 0; i < N; i++)
 		add(set, names[i]);
 	int ibs = strcmp(units_of("profileme:::any"), "ops") == 0;
-	long n = calibrate(100);
+	long long p = period(set);
+	long n = calibrate(150);
 	static char buf[64];
+	double w0 = wall_s();
 	long long t0 = thread_ns();
 	CHECK_PAPI(PAPI_start(set));
 	pm_hot(3 * n);
 	long s = pm_unaligned(buf + 1, n);
 	CHECK_PAPI(PAPI_stop(set, v));
 	long long cpu = thread_ns() - t0;
-	printf("cpu %lld ns, sum %ld;", cpu, s);
+	double share = (double)cpu / 1e9 / (wall_s() - w0);
+	printf("cpu %lld ns (%.0f %% of the wall time), sum %ld;", cpu, 100 * share, s);
 	for (int i = 0; i < N; i++)
 		printf(" %s=%lld", names[i] + 11, v[i]);
 	printf("\n");
 
-	long long p = period();
 	for (int i = 0; i < N; i++)
 		EXPECT(p > 0 && v[i] % p == 0, "%s = %lld is not a multiple of the period %lld", names[i], v[i], p);
 	EXPECT(v[ANY] > 0, "no samples at all");
@@ -125,6 +136,10 @@ static void mode_events(void)
 		double lo = 1.0 * 4 * (double)n, hi = 3.0 * 4 * (double)n;
 		EXPECT(v[ANY] > 0.75 * lo && v[ANY] < 1.25 * hi, "any = %lld ops, the loops ran %.0f..%.0f ops", v[ANY],
 		       lo, hi);
+	} else if (share < 0.9) {
+		/* CPU-time timers fire at ticks that find the thread running:
+		 * a thread that shares its CPU misses some (profileme(3)). */
+		printf("any vs CPU time not checked: the thread had %.0f %% of a CPU\n", 100 * share);
 	} else {
 		EXPECT(v[ANY] > 0.7 * (double)cpu && v[ANY] < 1.3 * (double)cpu,
 		       "any = %lld ns, the thread ran %lld ns of CPU time", v[ANY], cpu);
@@ -188,10 +203,12 @@ static void mode_profil(void)
 	CHECK_PAPI(PAPI_create_eventset(&set));
 	add(set, "profileme:::any");
 	CHECK_PAPI(PAPI_event_name_to_code("profileme:::any", &code));
-	long long p = period();
+	long long p = period(set);
 	CHECK_PAPI(PAPI_profil(buf, (unsigned)(nb * sizeof *buf), (vptr_t)lo, 65536, set, code, (int)p,
 	                       PAPI_PROFIL_POSIX));
-	long n = calibrate(100);
+	/* ~250 samples at the soft backend's 4 ms: pm_hot's share within 3
+	 * binomial sigmas (2.7 %) of 75 %. */
+	long n = calibrate(250);
 	CHECK_PAPI(PAPI_start(set));
 	pm_hot(3 * n);
 	pm_cold(n);
@@ -209,8 +226,8 @@ static void mode_profil(void)
 	double share = hot + cold ? (double)hot / (double)(hot + cold) : 0;
 	printf("profil: %lld in pm_hot, %lld in pm_cold, %lld elsewhere in range; any = %lld samples; hot share %.3f\n",
 	       hot, cold, other, v / p, share);
-	EXPECT(hot + cold >= 200, "only %lld samples landed in the loops", hot + cold);
-	EXPECT(share > 0.70 && share < 0.80, "pm_hot got %.1f %% of the samples, it ran 75 %% of the time",
+	EXPECT(hot + cold >= 100, "only %lld samples landed in the loops", hot + cold);
+	EXPECT(share > 0.67 && share < 0.83, "pm_hot got %.1f %% of the samples, it ran 75 %% of the time",
 	       100 * share);
 	/* Each sample of the set is one threshold's worth: one profil hit each,
 	 * except those outside the buffer (the calls, the stop). */
@@ -242,11 +259,11 @@ static void mode_overflow(void)
 	CHECK_PAPI(PAPI_create_eventset(&set));
 	add(set, "profileme:::taken");
 	add(set, "profileme:::any");
-	long long p = period();
+	long long p = period(set);
 	int code;
 	CHECK_PAPI(PAPI_event_name_to_code("profileme:::taken", &code));
 	CHECK_PAPI(PAPI_overflow(set, code, (int)(2 * p), 0, handler));
-	long n = calibrate(100);
+	long n = calibrate(150);
 	CHECK_PAPI(PAPI_start(set));
 	pm_taken3(n);
 	CHECK_PAPI(PAPI_stop(set, v));
@@ -283,11 +300,6 @@ static void mode_forced(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "events";
-	if (!getenv("PAPI_HERITAGE_PROFILEME_PERIOD") && strcmp(mode, "forced") != 0) {
-		char p[32];
-		snprintf(p, sizeof p, "%d", PERIOD_NS);
-		setenv("PAPI_HERITAGE_PROFILEME_PERIOD", p, 1);
-	}
 	heritage_test_init();
 	if (strcmp(mode, "forced") != 0) {
 		int cidx = PAPI_get_component_index("profileme");

@@ -154,6 +154,23 @@ struct papi_heritage_alpha21064_stats {
 };
 int papi_heritage_alpha21064_stats(struct papi_heritage_alpha21064_stats *stats);
 
+/* How a profileme event set samples (profileme(3)): its backend ("ibs",
+ * "soft"), the period in effect (the backend may round what
+ * PAPI_HERITAGE_PROFILEME_PERIOD asked: soft to the kernel's timer tick, ibs
+ * to a multiple of 16) and its unit ("ns" of the thread's CPU time, or
+ * "ops"), so that value / period is the number of samples behind a value;
+ * samples handed over and lost (a ring was full) since PAPI_start.  The
+ * period is known once events are added.  Returns PAPI_OK, PAPI_ENOEVST or
+ * PAPI_ENOCMP (not a profileme set). */
+struct papi_heritage_profileme_sampling {
+	char backend[16];
+	char unit[8];
+	long long period;
+	long long samples;
+	long long lost;
+};
+int papi_heritage_profileme_sampling(int EventSet, struct papi_heritage_profileme_sampling *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -273,6 +273,29 @@ int profileme_event_facts(unsigned local_code, struct papi_heritage_event_facts 
 	return PAPI_OK;
 }
 
+HERITAGE_PUBLIC int papi_heritage_profileme_sampling(int EventSet, struct papi_heritage_profileme_sampling *s)
+{
+	EventSetInfo_t *ESI = _papi_hwi_lookup_EventSet(EventSet);
+
+	if (!ESI)
+		return PAPI_ENOEVST;
+	if (ESI->CmpIdx != _profileme_vector.cmp_info.CmpIdx || !ESI->ctl_state)
+		return PAPI_ENOCMP;
+	if (!s)
+		return PAPI_EINVAL;
+	const profileme_control_t *c = ESI->ctl_state;
+	const struct pm_eventset *set = &c->set;
+	memset(s, 0, sizeof *s);
+	if (set->backend) {
+		snprintf(s->backend, sizeof s->backend, "%s", set->backend->name);
+		snprintf(s->unit, sizeof s->unit, "%s", ((const struct pm_backend_ops *)set->backend->ops)->unit);
+	}
+	s->period = (long long)set->period;
+	s->samples = (long long)set->thread.samples;
+	s->lost = (long long)set->thread.lost;
+	return PAPI_OK;
+}
+
 papi_vector_t _profileme_vector = {
 	.cmp_info = {
 		.name = "profileme",

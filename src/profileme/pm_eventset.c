@@ -84,10 +84,13 @@ static void take(void *arg, const struct pm_sample *smp)
 		if (s->tally[i].samples == before)
 			continue;
 		s->values[i] = (long long)pm_tally_estimate(&s->tally[i], &s->value[i], s->period);
-		/* One delivery per crossing, at the sample that crossed. */
-		if (s->threshold[i] && s->values[i] >= s->next[i]) {
-			while (s->next[i] <= s->values[i])
-				s->next[i] += s->threshold[i];
+		/* One delivery per threshold crossed, all at the sample that
+		 * crossed them: a sample worth several thresholds (a period
+		 * above the threshold, a large counter value) is that many
+		 * overflows, as PAPI_profil's buckets and a handler counting
+		 * calls expect. */
+		while (s->threshold[i] && s->values[i] >= s->next[i]) {
+			s->next[i] += s->threshold[i];
 			if (s->deliver)
 				s->deliver(s->deliver_arg, i, smp->pc);
 		}
