@@ -141,6 +141,7 @@ struct soft_slot {
 	struct pm_sample cur;
 	uint64_t len;
 	int cond_branch;
+	int sequential, rep;
 	int unaligned;
 	int unaligned_known;
 	uint64_t faults_before;
@@ -218,6 +219,14 @@ static void step_done(void *arg, ucontext_t *uc)
 	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	struct pm_sample *c = &s->cur;
 	enum pm_field trap = PM_NOTRAP;
+	if (s->sequential && rip != c->pc + s->len && !(s->rep && rip == c->pc)) {
+		/* It did not complete: it faulted and some handler we were not
+		 * told of moved RIP (a retired sample would be made up). */
+		s->stats.inconsistent++;
+		s->stats.handler_ns += mono_ns() - s->t_entry;
+		atomic_store(&s->busy, 0);
+		return;
+	}
 	if (faults != s->faults_before)
 		trap = PM_DTBMISS;
 	else if (s->unaligned)
@@ -304,10 +313,13 @@ static void on_timer(int sig, siginfo_t *si, void *ctx)
 	struct watch_x86_pm d;
 	s->len = 0;
 	s->cond_branch = 0;
+	s->sequential = s->rep = 0;
 	s->unaligned = 0;
 	if (n > 0 && watch_x86_pm_decode(bytes, (size_t)n, pc, uc, &d) == 0) {
 		s->len = d.len;
 		s->cond_branch = d.cond_branch;
+		s->sequential = d.sequential;
+		s->rep = d.rep;
 		for (unsigned k = 0; k < d.naccess; k++)
 			if (d.acc[k].addr % alpha_alignment(d.acc[k].size))
 				s->unaligned = 1;

@@ -28,6 +28,11 @@ struct pm_soft_stats {
 	uint64_t undecoded; /* bytes capstone did not decode (stepped anyway) */
 	uint64_t busy;      /* a step was already pending (watch_step_one_ex -EBUSY) */
 	uint64_t stuck;     /* a signal came while our step was unfinished */
+	/* A sequential instruction whose step ended elsewhere than after it:
+	 * it faulted and a handler the engine does not know of (installed
+	 * behind its back, e.g. by raw rt_sigaction) moved RIP.  Dropped, not
+	 * recorded as retired. */
+	uint64_t inconsistent;
 	uint64_t handler_ns; /* wall time from the timer handler's entry to the sample's push */
 };
 

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "watch_x86.h"
+#include "watch_signal.h" /* watch_insn_is_rep_string */
 #include "watch_sys.h"
 
 #include <asm/prctl.h>
@@ -947,6 +948,14 @@ int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const u
 	uint64_t next = pc + in->size, rsp = (uint64_t)g[REG_RSP];
 	out->len = in->size;
 	out->cond_branch = (uint8_t)is_cond_branch(in->id);
+	out->sequential = 1;
+	for (unsigned i = 0; i < in->detail->groups_count; i++) {
+		uint8_t grp = in->detail->groups[i];
+		if (grp == CS_GRP_JUMP || grp == CS_GRP_CALL || grp == CS_GRP_RET || grp == CS_GRP_INT ||
+		    grp == CS_GRP_IRET)
+			out->sequential = 0;
+	}
+	out->rep = (uint8_t)watch_insn_is_rep_string(bytes, in->size);
 	switch (in->id) {
 	case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_INT: case X86_INS_INT3: case X86_INS_INT1:
 	case X86_INS_INTO: case X86_INS_PUSHF: case X86_INS_PUSHFD: case X86_INS_PUSHFQ:

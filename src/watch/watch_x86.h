@@ -108,6 +108,9 @@ struct watch_x86_pm {
 	unsigned len;
 	/* jcc, jrcxz/jecxz/jcxz, loop/loope/loopne: `taken` is defined. */
 	uint8_t cond_branch;
+	/* Completes at pc + len: no jump, call, return or interrupt.  A rep
+	 * string instruction also stops at pc after each iteration (rep). */
+	uint8_t sequential, rep;
 	/* Must not run with TF set: syscall, sysenter, int n, int3, int1, into
 	 * (the kernel drops or turns the step trap), pushf (it would push TF,
 	 * and a later popf would trap where nobody stepped). */
