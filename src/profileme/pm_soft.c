@@ -631,6 +631,8 @@ static uint64_t soft_round(uint64_t period)
 
 const struct pm_backend_ops pm_soft_ops = {
 	.fields = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_VALID) | PM_FIELD_BIT(PM_TAKEN) | SOFT_TRAPS,
+	/* x86 does not trap on an unaligned access: the Alpha would have. */
+	.modelled = PM_FIELD_BIT(PM_UNALIGNTRAP),
 	.unit = "ns",
 	.default_period = PM_SOFT_DEFAULT_PERIOD,
 	.min_period = PM_SOFT_MIN_PERIOD,
