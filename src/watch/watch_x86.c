@@ -279,6 +279,14 @@ static uint64_t compare_string_iterations(int is_cmps, int repe, uint64_t rcx, u
 	return rcx;
 }
 
+/* The effective address of memory operand o, with the registers before the
+ * instruction (RIP-relative: next); *ok cleared if a register is unknown. */
+static uint64_t operand_address(const cs_x86_op *o, const greg_t *g, uint64_t next, int *ok)
+{
+	return segment_base(o->mem.segment) + reg_value(o->mem.base, g, next, ok) +
+	       reg_value(o->mem.index, g, next, ok) * (uint64_t)(o->mem.scale ? o->mem.scale : 1) + (uint64_t)o->mem.disp;
+}
+
 /* Legacy string instructions (movs, stos, lods, cmps, scas), with or without a
  * rep prefix: their accesses follow from RCX/RSI/RDI/DF, iterations included. */
 static int decode_string(const cs_insn *in, const greg_t *g, int mem_fd, struct watch_x86_insn *out)
@@ -410,9 +418,7 @@ int watch_x86_decode(const ucontext_t *uc, int fault_is_write, int mem_fd, struc
 		if (o->type != X86_OP_MEM)
 			continue;
 		int ok = 1;
-		uint64_t ea = segment_base(o->mem.segment) + reg_value(o->mem.base, g, next, &ok) +
-		              reg_value(o->mem.index, g, next, &ok) * (uint64_t)(o->mem.scale ? o->mem.scale : 1) +
-		              (uint64_t)o->mem.disp;
+		uint64_t ea = operand_address(o, g, next, &ok);
 		if (!ok) {
 			out->address_unknown = 1;
 			continue;
@@ -981,9 +987,7 @@ int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const u
 		if (o->type != X86_OP_MEM)
 			continue;
 		int ok = 1;
-		uint64_t ea = segment_base(o->mem.segment) + reg_value(o->mem.base, g, next, &ok) +
-		              reg_value(o->mem.index, g, next, &ok) * (uint64_t)(o->mem.scale ? o->mem.scale : 1) +
-		              (uint64_t)o->mem.disp;
+		uint64_t ea = operand_address(o, g, next, &ok);
 		if (!ok)
 			out->address_unknown = 1;
 		else
