@@ -247,7 +247,8 @@ static int profileme_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 	if (pm_event_format(code, name, sizeof name) != 0)
 		return PAPI_ENOEVNT;
 	snprintf(info->symbol, sizeof info->symbol, "%s", name);
-	snprintf(info->short_descr, sizeof info->short_descr, "%s", name);
+	/* A long set is cut short here; symbol holds it whole. */
+	snprintf(info->short_descr, sizeof info->short_descr, "%.*s", (int)sizeof info->short_descr - 1, name);
 	profileme_describe(code, info->long_descr, sizeof info->long_descr);
 	struct pm_value v;
 	pm_event_value(code, &v);
