@@ -269,8 +269,11 @@ int profileme_event_facts(unsigned local_code, struct papi_heritage_event_facts 
 	struct pm_value v;
 	if (pm_event_value(local_code, &v))
 		return PAPI_ENOEVNT;
-	facts->caps = PAPI_HERITAGE_CAP_SAMPLE | PAPI_HERITAGE_CAP_OVERFLOW | PAPI_HERITAGE_CAP_PROFILE;
 	facts->source = (enum papi_heritage_source)pm_event_source(local_code, NULL, 0);
+	/* Overflow and profiling on whatever can be added here. */
+	facts->caps = PAPI_HERITAGE_CAP_SAMPLE;
+	if (facts->source != PAPI_HERITAGE_UNAVAILABLE)
+		facts->caps |= PAPI_HERITAGE_CAP_OVERFLOW | PAPI_HERITAGE_CAP_PROFILE;
 	return PAPI_OK;
 }
 
