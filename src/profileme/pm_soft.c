@@ -14,7 +14,7 @@
  *     rate stays 1/period although the kernel checks CPU timers only at its
  *     tick (CONFIG_HZ=250 here: 4 ms; measured, one signal per tick at
  *     most, about 250/s however short the period).  So periods are rounded
- *     up to the tick, measured at the first start (pm_soft_tick_ns), and the
+ *     up to the tick (pm_soft_tick_ns: the coarse clocks' resolution), and the
  *     estimate samples x period holds;
  *   - in the handler the interrupted PC is the tagged instruction: its bytes
  *     are read through the engine's /proc/self/mem (the page may be
@@ -547,79 +547,27 @@ int pm_soft_stats(const struct pm_thread *t, struct pm_soft_stats *out)
 /* ---- the kernel's tick ---------------------------------------------------------
  * CPU-time timers expire only at a tick that finds the thread running, so a
  * period below the tick would give one sample per tick, and samples x period
- * (pm_tally_estimate) would undercount.  Periods are rounded up to the tick,
- * measured once: a CPU-time timer armed 1 ns ahead, twice in a row, fires at
- * two consecutive ticks; the CPU time between the two is one tick.  The
- * median of 5 (a preemption in between lengthens one).  CONFIG_HZ is not
- * told to user space (sysconf's CLK_TCK is USER_HZ, 100).  Costs 6 ticks of
- * CPU, 24 ms at HZ=250, once per process. */
+ * (pm_tally_estimate) would undercount.  Periods are rounded up to the tick.
+ * CONFIG_HZ is not told to user space as such (sysconf's CLK_TCK is USER_HZ,
+ * 100), but the coarse clocks advance once per tick and clock_getres says by
+ * how much (TICK_NSEC: 4000000 here, HZ=250).  Measuring it instead (the
+ * wall time between CPU-timer firings) read 8, 16 and 20 ms for the 4 ms
+ * tick on a loaded machine, where the thread is not running at every tick. */
 static uint64_t tick_ns;
 static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
 
-static int cmp_u64(const void *a, const void *b)
+static void find_tick(void)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void measure_tick(void)
-{
-	tick_ns = 4000000; /* CONFIG_HZ=250, should the measurement fail */
-	int sig = PM_SOFT_SIGNAL;
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, sig);
-	if (pthread_sigmask(SIG_BLOCK, &block, &old) != 0)
-		return;
-	struct sigevent ev;
-	memset(&ev, 0, sizeof ev);
-	ev.sigev_notify = SIGEV_THREAD_ID;
-	ev.sigev_signo = sig;
-	ev.sigev_value.sival_int = -1; /* no slot: the handler ignores it */
-	ev._sigev_un._tid = watch_sys_gettid();
-	int timer = -1;
-	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &ev, &timer) != 0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return;
-	}
-	const struct timespec zero = { 0, 0 };
-	uint64_t fired[6], d[5];
-	int ok = 1;
-	for (int i = 0; i < 6 && ok; i++) {
-		struct itimerspec it = { .it_interval = { 0, 0 }, .it_value = { 0, 1 } };
-		ok = syscall(SYS_timer_settime, timer, 0, &it, NULL) == 0;
-		uint64_t start = thread_cpu_ns();
-		siginfo_t si;
-		/* Spin (CPU time is what expires it) until the signal is pending;
-		 * 1 s of CPU is 10 ticks of the coarsest kernel (HZ=100) and more. */
-		while (ok && sigtimedwait(&block, &si, &zero) != sig)
-			ok = thread_cpu_ns() - start < 1000000000u;
-		fired[i] = thread_cpu_ns();
-	}
-	syscall(SYS_timer_delete, timer);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!ok)
-		return;
-	for (int i = 0; i < 5; i++)
-		d[i] = fired[i + 1] - fired[i];
-	qsort(d, 5, sizeof d[0], cmp_u64);
-	if (d[2] < 100000 || d[2] > 100000000) /* not 10 kHz .. 10 Hz: not a tick */
-		return;
-	tick_ns = d[2];
-	/* The CONFIG_HZ choices of Linux: the measured median is a few us
-	 * short or long (3.993 ms at HZ=250); the exact tick makes periods the
-	 * user can read. */
-	static const unsigned hz[] = { 100, 250, 300, 1000 };
-	for (unsigned i = 0; i < sizeof hz / sizeof hz[0]; i++) {
-		uint64_t t = 1000000000u / hz[i];
-		if (d[2] > t - t / 20 && d[2] < t + t / 20)
-			tick_ns = t;
-	}
+	struct timespec res;
+	tick_ns = 10000000; /* HZ=100, the coarsest: never below the real tick */
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec >= 100000 &&
+	    res.tv_nsec <= 100000000)
+		tick_ns = (uint64_t)res.tv_nsec;
 }
 
 uint64_t pm_soft_tick_ns(void)
 {
-	pthread_once(&tick_once, measure_tick);
+	pthread_once(&tick_once, find_tick);
 	return tick_ns;
 }
 

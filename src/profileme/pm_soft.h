@@ -36,7 +36,7 @@ struct pm_soft_stats {
 	uint64_t handler_ns; /* wall time from the timer handler's entry to the sample's push */
 };
 
-/* The kernel's tick as the CPU-time timers see it, measured once per
+/* The kernel's tick as the CPU-time timers see it (clock_getres of the coarse clock), found once per
  * process (pm_soft.c); periods below it are rounded up to it. */
 uint64_t pm_soft_tick_ns(void);
 

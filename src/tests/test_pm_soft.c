@@ -699,7 +699,7 @@ int main(void)
 {
 	if (!probe_or_skip())
 		return 77;
-	pm_soft_tick_ns(); /* measured once here, not in each forked test */
+	pm_soft_tick_ns(); /* found once here, not in each forked test */
 	Suite *s = suite_create("pm_soft");
 	TCase *tc = tcase_create("soft backend");
 	tcase_set_timeout(tc, 30);
