@@ -9,7 +9,7 @@
  *   pm_spin fork     the same, and a forked child spins 200 ms in spin_child
  *   pm_spin exit N   100 ms in spin_main, then exit(N)
  *   pm_spin kill     100 ms in spin_main, then SIGKILL to itself
- *   pm_spin sigexit  100 ms in spin_main, then a SIGUSR1 whose handler calls _exit(5)
+ *   pm_spin sigexit  300 ms in spin_main, then a SIGUSR1 whose handler calls _exit(5)
  */
 #include <link.h>
 #include <pthread.h>
@@ -81,7 +81,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "sigexit")) {
 		signal(SIGUSR1, on_usr1);
-		spin_main(100);
+		/* 37 periods of 8 ms: a loaded machine (CI) left fewer than 3
+		 * samples of 100 ms. */
+		spin_main(300);
 		raise(SIGUSR1);
 	}
 	if (!strcmp(mode, "kill")) {
