@@ -8,7 +8,7 @@
  *
  *   pm_spin run      300 ms in spin_main (main thread), 100 ms in spin_thread (a thread)
  *   pm_spin fork     the same, and a forked child spins 200 ms in spin_child
- *   pm_spin exit N   100 ms in spin_main, then exit(N)
+ *   pm_spin exit N   300 ms in spin_main, then exit(N)
  *   pm_spin kill     100 ms in spin_main, then SIGKILL to itself
  *   pm_spin sigexit  300 ms in spin_main, then a SIGUSR1 whose handler calls _exit(5)
  */
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "run";
 	dl_iterate_phdr(bias_cb, NULL);
 	if (!strcmp(mode, "exit")) {
-		spin_main(100);
+		spin_main(300); /* 100 ms once gave no sample at all in CI's load */
 		exit(argc > 2 ? atoi(argv[2]) : 0);
 	}
 	if (!strcmp(mode, "sigexit")) {
