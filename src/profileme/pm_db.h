@@ -21,7 +21,7 @@
  *   name        a.out
  *   image       20261125124101+0001f3a8        the file's mtime (UTC) + its size, hex
  *   label       profileme
- *   path        /home/u/a.out
+ *   path        /usr/local/bin/a.out
  *   epoch       20261125130102
  *   platform    x86_64 AMD EPYC (family 25 model 17)
  *   text_start  0x1040

@@ -89,7 +89,7 @@ static char *make_tmpdir(void)
 {
 	const char *t = getenv("TMPDIR");
 	char *dir;
-	ck_assert_int_gt(asprintf(&dir, "%s/test_imc_catalog.XXXXXX", t && *t ? t : "/tmp"), 0);
+	ck_assert_int_gt(asprintf(&dir, "%s/test_imc_catalog.XXXXXX", t && *t ? t : P_tmpdir), 0);
 	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 	return dir;
 }

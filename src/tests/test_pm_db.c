@@ -175,7 +175,7 @@ static void write_variant(char *path, size_t len, int line, const char *with, co
 	FILE *in = fopen(src, "r");
 	ck_assert_ptr_nonnull(in);
 	const char *t = getenv("TMPDIR");
-	snprintf(path, len, "%s/pm_db_bad.XXXXXX", t && *t ? t : "/tmp");
+	snprintf(path, len, "%s/pm_db_bad.XXXXXX", t && *t ? t : P_tmpdir);
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	FILE *out = fdopen(fd, "w");
@@ -267,7 +267,7 @@ START_TEST(every_class)
 	static const char *const f[6] = { "retired", "taken", "valid", "notrap", "dtbmiss", "dfaulttrap" };
 	char path[PATH_MAX], why[512];
 	const char *t = getenv("TMPDIR");
-	snprintf(path, sizeof path, "%s/pm_db_classes.XXXXXX", t && *t ? t : "/tmp");
+	snprintf(path, sizeof path, "%s/pm_db_classes.XXXXXX", t && *t ? t : P_tmpdir);
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	FILE *o = fdopen(fd, "w");
@@ -342,7 +342,7 @@ START_TEST(epochs_same_second)
 {
 	char db[PATH_MAX], dir[PATH_MAX + 32], why[512], want[PATH_MAX + 32];
 	const char *t = getenv("TMPDIR");
-	snprintf(db, sizeof db, "%s/pm_db_epochs.XXXXXX", t && *t ? t : "/tmp");
+	snprintf(db, sizeof db, "%s/pm_db_epochs.XXXXXX", t && *t ? t : P_tmpdir);
 	ck_assert_ptr_nonnull(mkdtemp(db));
 	const char *names[] = { "20261125130102", "20261125130102-1", "20261125130102-9", "20261125130102-10",
 		                "20261125130059-12", "2026112513010x", "20261125130102-", "notes" };

@@ -129,7 +129,7 @@ static char *mkdb(void)
 {
 	static char t[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
-	snprintf(t, sizeof t, "%s/test_pm_db_write.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	snprintf(t, sizeof t, "%s/test_pm_db_write.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
 	ck_assert_ptr_nonnull(mkdtemp(t));
 	return t;
 }
