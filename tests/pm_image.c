@@ -6,7 +6,9 @@
  *
  *   pm_image spin [S]   hot spins 3*S s of this thread's CPU time, cold S
  *                       (default 0.2): a profile of it is 3/4 hot, 1/4 cold
- *                       (dcpiprof_run.test, where profileme-run can sample)
+ *                       (dcpiprof_run.test, where profileme-run can sample);
+ *                       prints the share of the wall time it had a CPU
+ *                       (stderr: wall_share N)
  *   pm_image div N D    prints N / D through divide (D = 0: SIGFPE)
  *   pm_image taken S    S s of CPU in pm_loop34 (src/tests/pm_soft_loops.S),
  *                       whose branch pm_loop34_branch is taken 3 times in 4
@@ -103,7 +105,15 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "spin") == 0) {
 		double s = argc > 2 ? atof(argv[2]) : 0.2;
+		struct timespec w0, w1;
+		clock_gettime(CLOCK_MONOTONIC, &w0);
+		double c0 = cpu_now();
 		sink = hot(3 * s) + cold(s);
+		clock_gettime(CLOCK_MONOTONIC, &w1);
+		/* The share of the wall time this thread had a CPU: a sampler on
+		 * CPU-time timers is only as exact as that (profileme(3)). */
+		fprintf(stderr, "wall_share %.0f\n",
+		        100 * (cpu_now() - c0) / ((double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9));
 	} else if (argc > 3 && strcmp(argv[1], "div") == 0) {
 		sink = divide(atol(argv[2]), atol(argv[3]));
 	} else if (argc > 1 && strcmp(argv[1], "taken") == 0) {
