@@ -135,6 +135,7 @@ struct soft_slot {
 	int timer;          /* the kernel's timer id */
 	uint64_t period;
 	uint64_t due;       /* next expiry, ns of the thread's CPU time */
+	int owed;           /* an expiry came while our step was ahead: re-armed when it ends */
 	uint64_t rng;
 	struct pm_ring ring;
 	/* The instruction being stepped. */
@@ -211,6 +212,18 @@ static void push(struct soft_slot *s)
 	s->stats.handler_ns += mono_ns() - s->t_entry;
 }
 
+/* Our step has ended (completed, faulted or dropped): the slot is free, and
+ * an expiry that came while the step was ahead is served now (its due time
+ * is past: the timer fires as soon as this handler returns). */
+static void step_finished(struct soft_slot *s)
+{
+	atomic_store(&s->busy, 0);
+	if (s->owed) {
+		s->owed = 0;
+		arm_abs(s->timer, s->due);
+	}
+}
+
 /* After the step: RIP is the next instruction. */
 static void step_done(void *arg, ucontext_t *uc)
 {
@@ -224,7 +237,7 @@ static void step_done(void *arg, ucontext_t *uc)
 		 * told of moved RIP (a retired sample would be made up). */
 		s->stats.inconsistent++;
 		s->stats.handler_ns += mono_ns() - s->t_entry;
-		atomic_store(&s->busy, 0);
+		step_finished(s);
 		return;
 	}
 	if (faults != s->faults_before)
@@ -243,7 +256,7 @@ static void step_done(void *arg, ucontext_t *uc)
 	pm_sample_set_trap(c, trap);
 	s->stats.steps++;
 	push(s);
-	atomic_store(&s->busy, 0);
+	step_finished(s);
 }
 
 /* The stepped instruction faulted; the engine has cancelled the step and
@@ -259,7 +272,7 @@ static void step_fault(void *arg, int sig, siginfo_t *si, ucontext_t *uc)
 	pm_sample_set_trap(c, sig == SIGFPE ? PM_ARITHTRAP : sig == SIGILL ? PM_OPCDECTRAP : PM_DFAULTTRAP);
 	s->stats.faults++;
 	push(s);
-	atomic_store(&s->busy, 0);
+	step_finished(s);
 }
 
 /* Alignment the Alpha would have asked of an access of size bytes: the
@@ -270,6 +283,19 @@ static uint64_t alpha_alignment(uint32_t size)
 	while (a * 2 <= size && a < 8)
 		a *= 2;
 	return a;
+}
+
+/* The next expiry, from the due time, not from now: the kernel fires at its
+ * tick after the due time, and the overshoot must not lengthen every
+ * period.  A thread that fell more than a period behind (periods below the
+ * tick) starts again from now. */
+static void rearm(struct soft_slot *s)
+{
+	uint64_t now = thread_cpu_ns();
+	s->due += next_interval(s);
+	if (s->due + 4 * s->period < now)
+		s->due = now + next_interval(s);
+	arm_abs(s->timer, s->due);
 }
 
 static void on_timer(int sig, siginfo_t *si, void *ctx)
@@ -286,21 +312,28 @@ static void on_timer(int sig, siginfo_t *si, void *ctx)
 		goto out;
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&s->busy, &expected, 1)) {
-		s->stats.stuck++; /* a step of ours neither completed nor faulted */
-		goto out;
+		/* A step of ours is armed.  Our signal is left unblocked during
+		 * a step (watch_step_one_unblocked) for the case its trap is
+		 * lost (seen in CI under host load: the sampling stopped for
+		 * good, the thread's asynchronous signals held): then give the
+		 * thread its mask back, forget the step (its sample is dropped)
+		 * and go on with this one.  More often the step is still ahead:
+		 * a due time already past fires at once, while the step's
+		 * handler runs; then this expiry is served when the step ends
+		 * (step_finished). */
+		if (watch_step_one_lost(uc) < 0) {
+			s->stats.early++;
+			s->owed = 1;
+			/* A watchdog meanwhile, should the step's trap be lost. */
+			arm_abs(s->timer, s->due + s->period);
+			goto out;
+		}
+		s->owed = 0;
+		s->stats.stuck++;
 	}
 	s->stats.signals++;
 	s->t_entry = mono_ns();
-
-	/* The next expiry first, from the due time, not from now: the kernel
-	 * fires at its tick after the due time, and the overshoot must not
-	 * lengthen every period.  A thread that fell more than a period behind
-	 * (periods below the tick) starts again from now. */
-	uint64_t now = thread_cpu_ns();
-	s->due += next_interval(s);
-	if (s->due + 4 * s->period < now)
-		s->due = now + next_interval(s);
-	arm_abs(s->timer, s->due);
+	rearm(s);
 
 	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t pc = (uintptr_t)g[REG_RIP];
@@ -381,6 +414,9 @@ static int install_handler(char *why, size_t len)
 				err = -errno;
 				snprintf(why, len, "profileme soft: sigaction: %s", strerror(errno));
 			} else {
+				/* Reaches a thread whose step trap was lost
+				 * (watch_step_one_lost in on_timer). */
+				watch_step_one_unblocked(watch_sigbit(soft_signal));
 				atomic_store(&handler_installed, 1);
 			}
 		}

@@ -317,6 +317,29 @@ static __thread struct {
 	void *arg;
 } one_step __attribute__((tls_model("initial-exec")));
 
+static _Atomic uint64_t step_unblocked;
+
+void watch_step_one_unblocked(uint64_t sigbits)
+{
+	atomic_fetch_or(&step_unblocked, sigbits);
+}
+
+int watch_step_one_lost(ucontext_t *uc)
+{
+	if (!one_step.armed)
+		return 0;
+	greg_t *g = uc->uc_mcontext.gregs;
+	/* Still ahead: the signal came before the instruction ran (it was
+	 * pending when the step's handler returned). */
+	if ((uintptr_t)g[REG_RIP] == one_step.rip && ((uint64_t)g[REG_EFL] & WATCH_EFLAGS_TF))
+		return -1;
+	one_step.armed = 0;
+	*watch_mask_word(uc) = one_step.mask;
+	if (!one_step.had_tf)
+		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~WATCH_EFLAGS_TF);
+	return 1;
+}
+
 int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg)
 {
 	return watch_step_one_ex(uc, done, NULL, arg);
@@ -339,7 +362,7 @@ int watch_step_one_ex(ucontext_t *uc, watch_step_done_fn done, watch_step_fault_
 	one_step.armed = 1;
 	/* No application handler may run between here and the trap: it would
 	 * run with the client's temporary state (e.g. exceptions masked). */
-	*watch_mask_word(uc) = one_step.mask | engine->async_mask;
+	*watch_mask_word(uc) = one_step.mask | (engine->async_mask & ~atomic_load(&step_unblocked));
 	g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | WATCH_EFLAGS_TF);
 	return 0;
 }

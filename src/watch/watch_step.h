@@ -74,6 +74,21 @@ int watch_step_one(ucontext_t *uc, watch_step_done_fn done, void *arg);
 typedef void (*watch_step_fault_fn)(void *arg, int sig, siginfo_t *si, ucontext_t *uc);
 int watch_step_one_ex(ucontext_t *uc, watch_step_done_fn done, watch_step_fault_fn fault, void *arg);
 
+/* Signals left unblocked while the one instruction runs (the others
+ * asynchronous are blocked until its trap): a client's own asynchronous
+ * signal that must still reach the thread should the trap never come
+ * (profileme's soft backend's timer: under host load the guest lost a step
+ * trap, and the thread ran on with every asynchronous signal blocked, its
+ * sampling stopped and the program's SIGINT/SIGTERM held).  Process-wide;
+ * bits as watch_sigbit(). */
+void watch_step_one_unblocked(uint64_t sigbits);
+/* In an asynchronous handler of the calling thread that found a step of
+ * watch_step_one_ex() still armed: -1 if the step is still ahead (the
+ * signal came before the instruction ran: leave it be); 1 if its trap was
+ * lost: the context gets back the mask and TF it had before the step, and
+ * the step is forgotten; 0 if none is armed.  Async-signal-safe. */
+int watch_step_one_lost(ucontext_t *uc);
+
 /* A synchronous signal other than SIGSEGV/SIGTRAP (only SIGFPE so far) that a
  * client handles first.  fn returns non-zero for a signal it handled; the
  * others go to what the application installed (sigaction() and signal() are
