@@ -324,8 +324,11 @@ static void on_timer(int sig, siginfo_t *si, void *ctx)
 		if (watch_step_one_lost(uc) < 0) {
 			s->stats.early++;
 			s->owed = 1;
-			/* A watchdog meanwhile, should the step's trap be lost. */
-			arm_abs(s->timer, s->due + s->period);
+			/* A watchdog meanwhile, should the step's trap be lost: a
+			 * period from now, not from a due time already past,
+			 * which would fire again before the instruction ran, and
+			 * again (CI: a thread that never got to run it). */
+			arm_abs(s->timer, thread_cpu_ns() + s->period);
 			goto out;
 		}
 		s->owed = 0;
