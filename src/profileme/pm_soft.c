@@ -16,7 +16,12 @@
  *     most, about 250/s however short the period).  So periods are rounded
  *     up to the tick (pm_soft_tick_ns: the coarse clocks' resolution), and the
  *     estimate samples x period holds;
- *   - in the handler the interrupted PC is the tagged instruction: its bytes
+ *   - in the handler, a random count of instructions in [0, PM_SOFT_SKID)
+ *     is stepped untagged first (pm_soft.h says why: the signal lands only
+ *     where the CPU takes interrupts), each step's done() arming the next
+ *     (skip_done); a skipped instruction that faults drops the sample
+ *     (skip_fault), one that must not be stepped (a syscall) is tagged;
+ *   - the instruction reached is the tagged instruction: its bytes
  *     are read through the engine's /proc/self/mem (the page may be
  *     execute-only), decoded (watch_x86_pm_decode: length, conditional
  *     branch, memory operand addresses from the registers before it runs),
@@ -69,11 +74,13 @@
  * sysenter, int n, int3, int1, into, pushf.  Their samples say retired,
  * valid and notrap, with unaligntrap and dtbmiss unknown (not observed).
  *
- * Cost (bench/pm_bench, this 2-vCPU Zen 4 guest): 25-35 us per sample, most
- * of it the step's #DB and SIGTRAP delivery; at the default period (4 ms, one
- * tick: the highest rate the kernel's CPU-time timers give, ~250 samples/s)
- * a CPU-bound loop runs 0.5-1.8 % slower.  DCPI did >5200 samples/s per CPU
- * at 1-3 %: at this cost that rate would be ~16 %, and the tick forbids it.
+ * Cost (bench/pm_bench, 2-vCPU guests): 25-35 us per step, most of it the
+ * #DB and SIGTRAP delivery (Zen 4 and Intel family 6 model 167 alike); with
+ * the skid's 3.5 extra steps on average about 120 us per sample; at the
+ * default period (4 ms, one tick: the highest rate the kernel's CPU-time
+ * timers give, ~250 samples/s) a CPU-bound loop runs about 3 % slower
+ * (0.5-1.8 % without the skid).  DCPI did >5200 samples/s per CPU at 1-3 %:
+ * at this cost that rate would be ~60 %, and the tick forbids it.
  *
  * The tick grid: whatever the random interval, a sample is taken at a tick
  * (the kernel's timer interrupt, periodic in wall time) that lands while the
@@ -136,6 +143,7 @@ struct soft_slot {
 	uint64_t period;
 	uint64_t due;       /* next expiry, ns of the thread's CPU time */
 	int owed;           /* an expiry came while our step was ahead: re-armed when it ends */
+	unsigned skid;      /* instructions still to step untagged before the one tagged */
 	uint64_t rng;
 	struct pm_ring ring;
 	/* The instruction being stepped. */
@@ -298,6 +306,85 @@ static void rearm(struct soft_slot *s)
 	arm_abs(s->timer, s->due);
 }
 
+static void take(struct soft_slot *s, ucontext_t *uc);
+
+/* A skipped instruction completed: the next one is taken. */
+static void skip_done(void *arg, ucontext_t *uc)
+{
+	struct soft_slot *s = arg;
+	s->stats.skipped++;
+	take(s, uc);
+}
+
+/* A skipped instruction faulted: the sample is dropped (tagging the faulting
+ * instruction instead would sample traps up to PM_SOFT_SKID times too
+ * often); the signal goes on to the application. */
+static void skip_fault(void *arg, int sig, siginfo_t *si, ucontext_t *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	struct soft_slot *s = arg;
+	s->stats.skip_faults++;
+	s->stats.handler_ns += mono_ns() - s->t_entry;
+	step_finished(s);
+}
+
+/* The instruction at uc's RIP: stepped untagged while s->skid lasts, else
+ * tagged: decoded and stepped as the sample. */
+static void take(struct soft_slot *s, ucontext_t *uc)
+{
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uint8_t bytes[15];
+	long n = watch_sys_pread(watch_signal_mem_fd(), bytes, sizeof bytes, pc);
+	struct watch_x86_pm d;
+	int decoded = n > 0 && watch_x86_pm_decode(bytes, (size_t)n, pc, uc, &d) == 0;
+	if (s->skid > 0 && decoded && !d.no_step) {
+		s->skid--;
+		if (watch_step_one_ex(uc, skip_done, skip_fault, s) != 0) {
+			s->stats.busy++;
+			step_finished(s);
+		}
+		return;
+	}
+	struct pm_sample *c = &s->cur;
+	memset(c, 0, sizeof *c);
+	c->pc = pc;
+	c->tid = (uint32_t)atomic_load(&s->tid);
+	s->len = 0;
+	s->cond_branch = 0;
+	s->sequential = s->rep = 0;
+	s->unaligned = 0;
+	if (decoded) {
+		s->len = d.len;
+		s->cond_branch = d.cond_branch;
+		s->sequential = d.sequential;
+		s->rep = d.rep;
+		for (unsigned k = 0; k < d.naccess; k++)
+			if (d.acc[k].addr % alpha_alignment(d.acc[k].size))
+				s->unaligned = 1;
+		if (d.no_step) {
+			/* Retires, traps on nothing we observe; not stepped. */
+			c->value = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_VALID);
+			c->known = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_VALID) | (SOFT_TRAPS & ~(PM_FIELD_BIT(PM_UNALIGNTRAP) | PM_FIELD_BIT(PM_DTBMISS)));
+			pm_sample_set_trap(c, PM_NOTRAP);
+			s->stats.unstepped++;
+			push(s);
+			step_finished(s);
+			return;
+		}
+	} else {
+		/* Undecodable (it will most likely raise SIGILL: OPCDECtrap) or
+		 * unreadable: stepped all the same, nothing known of its shape. */
+		s->stats.undecoded++;
+	}
+	s->faults_before = thread_faults();
+	if (watch_step_one_ex(uc, step_done, step_fault, s) != 0) {
+		s->stats.busy++;
+		step_finished(s);
+	}
+}
+
 static void on_timer(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig;
@@ -337,48 +424,8 @@ static void on_timer(int sig, siginfo_t *si, void *ctx)
 	s->stats.signals++;
 	s->t_entry = mono_ns();
 	rearm(s);
-
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t pc = (uintptr_t)g[REG_RIP];
-	uint8_t bytes[15];
-	long n = watch_sys_pread(watch_signal_mem_fd(), bytes, sizeof bytes, pc);
-	struct pm_sample *c = &s->cur;
-	memset(c, 0, sizeof *c);
-	c->pc = pc;
-	c->tid = (uint32_t)self;
-	struct watch_x86_pm d;
-	s->len = 0;
-	s->cond_branch = 0;
-	s->sequential = s->rep = 0;
-	s->unaligned = 0;
-	if (n > 0 && watch_x86_pm_decode(bytes, (size_t)n, pc, uc, &d) == 0) {
-		s->len = d.len;
-		s->cond_branch = d.cond_branch;
-		s->sequential = d.sequential;
-		s->rep = d.rep;
-		for (unsigned k = 0; k < d.naccess; k++)
-			if (d.acc[k].addr % alpha_alignment(d.acc[k].size))
-				s->unaligned = 1;
-		if (d.no_step) {
-			/* Retires, traps on nothing we observe; not stepped. */
-			c->value = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_VALID);
-			c->known = PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_VALID) | (SOFT_TRAPS & ~(PM_FIELD_BIT(PM_UNALIGNTRAP) | PM_FIELD_BIT(PM_DTBMISS)));
-			pm_sample_set_trap(c, PM_NOTRAP);
-			s->stats.unstepped++;
-			push(s);
-			atomic_store(&s->busy, 0);
-			goto out;
-		}
-	} else {
-		/* Undecodable (it will most likely raise SIGILL: OPCDECtrap) or
-		 * unreadable: stepped all the same, nothing known of its shape. */
-		s->stats.undecoded++;
-	}
-	s->faults_before = thread_faults();
-	if (watch_step_one_ex(uc, step_done, step_fault, s) != 0) {
-		s->stats.busy++;
-		atomic_store(&s->busy, 0);
-	}
+	s->skid = (unsigned)(xorshift(&s->rng) % PM_SOFT_SKID);
+	take(s, uc);
 out:
 	errno = saved_errno;
 }

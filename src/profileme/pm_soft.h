@@ -19,10 +19,23 @@
 #define PM_SOFT_DEFAULT_PERIOD 4000000u
 #define PM_SOFT_MIN_PERIOD 100000u
 
+/* After the timer's signal, a random count of instructions, uniform in
+ * [0, PM_SOFT_SKID), is stepped untagged before the one tagged.  The signal
+ * itself lands only where the CPU takes interrupts: on this Intel guest
+ * (family 6 model 167) never on the jcc of a macro-fused test/jcc or
+ * sub/jcc pair (6 of 95 samples of a 6-instruction loop on its two jcc, 84
+ * on the two instructions before them), so `taken` was never sampled.
+ * ProfileMe chose by counting fetched instructions; the skid puts each
+ * instruction of a loop up to 8 long within reach of every landing point.
+ * About 3.5 extra steps a sample (bench/pm_bench). */
+#define PM_SOFT_SKID 8u
+
 struct pm_soft_stats {
 	uint64_t signals;   /* timer signals taken */
 	uint64_t samples;   /* pushed onto the ring */
 	uint64_t steps;     /* instructions stepped to completion */
+	uint64_t skipped;   /* instructions stepped untagged first (the skid, PM_SOFT_SKID) */
+	uint64_t skip_faults; /* a skipped instruction faulted: that sample dropped */
 	uint64_t faults;    /* stepped instructions that faulted (trap samples) */
 	uint64_t unstepped; /* syscall, int, pushf...: sampled without a step */
 	uint64_t undecoded; /* bytes capstone did not decode (stepped anyway) */

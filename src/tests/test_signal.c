@@ -409,6 +409,71 @@ START_TEST(step_one_ex_fault_goes_to_the_application)
 }
 END_TEST
 
+/* done() arms the next step: a chain of four instructions from one
+ * asynchronous signal ends four instructions on, with no step trap left
+ * for the application and the mask given back. */
+void sig_nops_after_kill(long pid, long tid, long sig);
+extern char sig_nops_first[], sig_nops_fourth_next[];
+__asm__(".text\n"
+        ".globl sig_nops_after_kill, sig_nops_first, sig_nops_fourth_next\n"
+        "sig_nops_after_kill:\n"
+        "	mov $234, %eax\n" /* SYS_tgkill */
+        "	syscall\n"
+        "sig_nops_first:\n"
+        "	nop\n"
+        "	xchg %ax, %ax\n" /* 2 bytes */
+        "	nopl (%rax)\n"   /* 3 bytes */
+        "	nopl 0(%rax)\n"  /* 4 bytes */
+        "sig_nops_fourth_next:\n"
+        "	nop\n"
+        "	ret\n");
+
+static unsigned chain_left;
+
+static void on_chain_done(void *arg, ucontext_t *uc)
+{
+	steps_done++;
+	stepped_to = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (--chain_left > 0)
+		ck_assert_int_eq(watch_step_one_ex(uc, on_chain_done, on_step_fault, arg), 0);
+}
+
+static void async_chain_stepper(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ctx;
+	stepped_from = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	chain_left = 4;
+	ck_assert_int_eq(watch_step_one_ex(uc, on_chain_done, on_step_fault, NULL), 0);
+}
+
+START_TEST(step_one_ex_chains_from_done)
+{
+	if (!single_step_works())
+		return;
+	char why[256] = "";
+	ck_assert_msg(watch_signal_faults_start(why, sizeof why) == 0, "%s", why);
+	watch_signal_ensure_altstack();
+	app_install(SIGTRAP, app_on_trap, 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = async_chain_stepper;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	for (int i = 0; i < 5; i++) {
+		sig_nops_after_kill(getpid(), syscall(SYS_gettid), SIGUSR1);
+		ck_assert_uint_eq(stepped_from, (uintptr_t)sig_nops_first);
+		ck_assert_uint_eq(stepped_to, (uintptr_t)sig_nops_fourth_next);
+	}
+	ck_assert_uint_eq(steps_done, 20);
+	ck_assert_uint_eq(steps_faulted, 0);
+	ck_assert(!usr1_blocked());
+	ck_assert_uint_eq(app_trap, 0);
+}
+END_TEST
+
 static Suite *signal_suite(void)
 {
 	Suite *s = suite_create("signal engine");
@@ -426,6 +491,7 @@ static Suite *signal_suite(void)
 	tcase_add_test(tc, register_refuses_bad_clients);
 	tcase_add_test(tc, step_one_ex_from_an_async_handler_completes);
 	tcase_add_test(tc, step_one_ex_fault_goes_to_the_application);
+	tcase_add_test(tc, step_one_ex_chains_from_done);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -374,13 +374,17 @@ static enum watch_claim step_one_client(struct watch_signal_event *ev, void *arg
 		return WATCH_NOT_MINE;
 	/* The instruction a client asked to step (watch_step_one). */
 	greg_t *g = ev->uc->uc_mcontext.gregs;
+	int had_tf = one_step.had_tf;
 	one_step.armed = 0;
 	*watch_mask_word(ev->uc) = one_step.mask;
-	one_step.fn(one_step.arg, ev->uc);
-	if (!one_step.had_tf) {
+	/* TF given back before done(), which may arm the next step of a chain
+	 * (profileme's soft backend skips a random count of instructions
+	 * before the one it tags): that step must see the thread as it was. */
+	if (!had_tf)
 		g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] & ~WATCH_EFLAGS_TF);
+	one_step.fn(one_step.arg, ev->uc);
+	if (!had_tf)
 		return WATCH_MINE;
-	}
 	/* TF was also someone else's: the same trap is theirs too, as if it had
 	 * not been ours. */
 	return WATCH_NOT_MINE;

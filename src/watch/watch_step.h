@@ -51,7 +51,9 @@ void watch_step_stats(struct watch_step_stats *out);
  * application's own SIGTRAP handler working alongside. */
 
 /* Called from the engine's SIGTRAP handler once the stepped instruction has
- * completed: uc is the context after it (RIP = the next instruction). */
+ * completed: uc is the context after it (RIP = the next instruction).  It may
+ * arm the next step on that uc (a chain of single instructions, each seeing
+ * the thread's own TF and mask). */
 typedef void (*watch_step_done_fn)(void *arg, ucontext_t *uc);
 
 /* In a synchronous signal handler of the calling thread: arrange for done()
