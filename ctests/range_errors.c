@@ -132,6 +132,15 @@ int main(void)
 	EXPECT_CODE("unknown event", PAPI_add_named_event(set, "itanium2:::NO_SUCH_EVENT"), PAPI_ENOEVNT);
 	EXPECT_CODE("bad qualifier value", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:exact=2"), PAPI_EINVAL);
 	EXPECT_CODE("unknown qualifier", PAPI_add_named_event(set, "itanium2:::LOADS_RETIRED:cpu=0"), PAPI_EINVAL);
+	/* An Itanium 2 event with no source here: refused with what it would need. */
+	EXPECT_CODE("unavailable event", PAPI_add_named_event(set, "itanium2:::BACK_END_BUBBLE_ALL"), PAPI_ENOSUPP);
+	EXPECT_EQ("the reason names the event and the pipeline",
+	          strstr(papi_heritage_last_error(), "BACK_END_BUBBLE_ALL") != NULL &&
+	                  strstr(papi_heritage_last_error(), "pipeline") != NULL,
+	          1);
+	EXPECT_CODE("unavailable ALAT event", PAPI_add_named_event(set, "itanium2:::ALAT_CAPACITY_MISS_ALL"), PAPI_ENOSUPP);
+	int nev = PAPI_num_events(set);
+	EXPECT_EQ("refused events left the set empty", nev, 0);
 
 	/* A running set cannot change its range. */
 	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));

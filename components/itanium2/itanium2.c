@@ -215,20 +215,23 @@ static int it2_set_domain(hwd_control_state_t *ctl, int domain)
 
 static int next_matching(unsigned *code, unsigned need)
 {
-	for (unsigned i = (*code & IT2_CODE_INDEX_MASK) + 1; i < IT2_NEVENTS; i++) {
-		if ((it2_events[i].ranges & need) == need) {
-			*code = i;
-			return PAPI_OK;
-		}
-	}
-	return PAPI_ENOEVNT;
+	unsigned idx = *code & IT2_CODE_INDEX_MASK;
+
+	if (it2_event_next(&idx, need) != 0)
+		return PAPI_ENOEVNT;
+	*code = idx;
+	return PAPI_OK;
 }
+
+_Static_assert(IT2_DARR == PAPI_HERITAGE_CAP_DARR && IT2_IARR == PAPI_HERITAGE_CAP_IARR &&
+               IT2_DEAR == PAPI_HERITAGE_CAP_DEAR && IT2_IEAR == PAPI_HERITAGE_CAP_IEAR &&
+               IT2_OPCM == PAPI_HERITAGE_CAP_OPCM, "it2_event_caps speaks papi_heritage.h's bits");
 
 static int it2_ntv_enum_step(unsigned *code, int modifier)
 {
 	switch (modifier) {
 	case PAPI_ENUM_FIRST:
-		*code = 0;
+		*code = IT2_FIRST_EVENT;
 		return PAPI_OK;
 	case PAPI_ENUM_EVENTS:
 		return next_matching(code, 0);
@@ -236,10 +239,18 @@ static int it2_ntv_enum_step(unsigned *code, int modifier)
 		return next_matching(code, IT2_DARR);
 	case PAPI_NTV_ENUM_IARR:
 		return next_matching(code, IT2_IARR);
+	case PAPI_NTV_ENUM_OPCM:
+		return next_matching(code, IT2_OPCM);
+	case PAPI_NTV_ENUM_DEAR:
+		return next_matching(code, IT2_DEAR);
+	case PAPI_NTV_ENUM_IEAR:
+		return next_matching(code, IT2_IEAR);
 	case PAPI_NTV_ENUM_UMASKS:
-		/* Qualifiers of a base event: :exact=1, then :exact=0. */
+		/* Qualifiers of a range-capable event that is counted here:
+		 * :exact=1, then :exact=0. */
 		if (!(*code & IT2_CODE_EXACT_SET)) {
-			if ((*code & IT2_CODE_INDEX_MASK) >= IT2_NEVENTS || !it2_events[*code].ranges)
+			if ((*code & IT2_CODE_INDEX_MASK) >= IT2_NEVENTS || !it2_event_ranges(*code) ||
+			    it2_event_source(*code) == HERITAGE_UNAVAILABLE)
 				return PAPI_ENOEVNT;
 			*code |= IT2_CODE_EXACT_SET | IT2_CODE_EXACT_ON;
 			return PAPI_OK;
@@ -282,10 +293,18 @@ static int it2_ntv_code_to_descr(unsigned code, char *descr, int len)
 
 	if (idx >= IT2_NEVENTS)
 		return PAPI_ENOEVNT;
-	if (code & IT2_CODE_EXACT_SET)
-		snprintf(descr, (size_t)len, "%s masks:%s", it2_events[idx].desc, qualifier_descr(code));
+	/* libpfm-3's description, then what it is here. */
+	char d[PAPI_HUGE_STR_LEN];
+	const char *why = it2_event_unavailable(idx);
+	if (why)
+		snprintf(d, sizeof d, "%s. [unavailable here: %s]", it2_catalog[idx].desc, why);
 	else
-		snprintf(descr, (size_t)len, "%s", it2_events[idx].desc);
+		snprintf(d, sizeof d, "%s. [%s here: %s]", it2_catalog[idx].desc,
+		         heritage_source_name(it2_event_source(idx)), it2_events[idx].desc);
+	if (code & IT2_CODE_EXACT_SET)
+		snprintf(descr, (size_t)len, "%s masks:%s", d, qualifier_descr(code));
+	else
+		snprintf(descr, (size_t)len, "%s", d);
 	return PAPI_OK;
 }
 
@@ -298,7 +317,7 @@ static int it2_ntv_code_to_info(unsigned code, PAPI_event_info_t *info)
 		return PAPI_ENOEVNT;
 	snprintf(info->symbol, sizeof info->symbol, "%s", name);
 	it2_ntv_code_to_descr(code, info->long_descr, sizeof info->long_descr);
-	snprintf(info->short_descr, sizeof info->short_descr, "%s", it2_events[idx].name);
+	snprintf(info->short_descr, sizeof info->short_descr, "%s", it2_event_name(idx));
 	snprintf(info->units, sizeof info->units, "%s", idx == IT2_CPU_CYCLES ? "cycles" : "");
 	info->data_type = PAPI_DATATYPE_UINT64;
 	info->value_type = PAPI_VALUETYPE_RUNNING_SUM;
@@ -314,9 +333,8 @@ int itanium2_event_facts(unsigned local_code, struct papi_heritage_event_facts *
 
 	if (idx >= IT2_NEVENTS)
 		return PAPI_ENOEVNT;
-	facts->caps = ((it2_events[idx].ranges & IT2_DARR) ? PAPI_HERITAGE_CAP_DARR : 0) |
-	              ((it2_events[idx].ranges & IT2_IARR) ? PAPI_HERITAGE_CAP_IARR : 0);
-	facts->source = (enum papi_heritage_source)it2_events[idx].source;
+	facts->caps = it2_event_caps(idx);
+	facts->source = (enum papi_heritage_source)it2_event_source(idx);
 	return PAPI_OK;
 }
 

@@ -153,9 +153,15 @@ int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n)
 
 	if (n > IT2_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "itanium2: at most %d events per set", IT2_MAX_EVENTS);
-	for (unsigned i = 0; i < n; i++)
-		if ((codes[i] & IT2_CODE_INDEX_MASK) >= IT2_NEVENTS)
+	for (unsigned i = 0; i < n; i++) {
+		unsigned idx = codes[i] & IT2_CODE_INDEX_MASK;
+		if (idx >= IT2_NEVENTS)
 			return heritage_fail(-ENOENT, "itanium2: bad event code %#x", codes[i]);
+		const char *why = it2_event_unavailable(idx);
+		if (why)
+			return heritage_fail(-ENOTSUP, "itanium2: %s is an Itanium 2 event with no source here: %s",
+			                     it2_event_name(idx), why);
+	}
 	err = events_mode(codes, n, &qualified, &m);
 	if (err)
 		return err;
@@ -361,7 +367,8 @@ int it2_set_overflow(struct it2_set *s, unsigned pos, long long threshold, int s
 		for (unsigned i = 0; i < s->nevents; i++)
 			if ((s->ovf_exact & (1u << i)) && s->field[i] == s->field[pos])
 				return heritage_fail(-EBUSY, "itanium2: %s and %s count the same accesses; only one of them "
-				                     "can overflow", e->name, it2_events[s->codes[i] & IT2_CODE_INDEX_MASK].name);
+				                     "can overflow", it2_event_name(s->codes[pos] & IT2_CODE_INDEX_MASK),
+				                     it2_event_name(s->codes[i] & IT2_CODE_INDEX_MASK));
 		s->ovf.signal = signal;
 		s->ovf_exact |= bit;
 	} else {

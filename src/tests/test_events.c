@@ -221,23 +221,39 @@ static void round_trip_all(const struct heritage_event_names *f)
 	}
 }
 
+/* The catalogue index of NAME, found by scanning the table (not by the parser under test). */
+static unsigned it2_index(const char *name)
+{
+	for (unsigned i = 0; i < IT2_NEVENTS; i++)
+		if (strcmp(it2_catalog[i].name, name) == 0)
+			return i;
+	ck_abort_msg("%s not in the catalogue", name);
+	return 0;
+}
+
 START_TEST(itanium2_names)
 {
 	unsigned code;
 	char buf[64];
-	/* Index, then :exact= as bit 0x100 (given) and 0x200 (1). */
+	unsigned loads = it2_index("LOADS_RETIRED"), stores = it2_index("STORES_RETIRED");
+	unsigned ibrp2 = it2_index("IA64_TAGGED_INST_RETIRED_IBRP2_PMC8"), cycles = it2_index("CPU_CYCLES");
+	/* Index, then :exact= as bit 0x400 (given) and 0x800 (1). */
 	ck_assert_int_eq(it2_event_parse("LOADS_RETIRED", &code), 0);
-	ck_assert_uint_eq(code, 0);
+	ck_assert_uint_eq(code, loads);
 	ck_assert_int_eq(it2_event_parse("stores_retired:EXACT=1", &code), 0);
-	ck_assert_uint_eq(code, 1u | 0x300u);
+	ck_assert_uint_eq(code, stores | 0xc00u);
 	ck_assert_int_eq(it2_event_parse("IA64_TAGGED_INST_RETIRED_IBRP2_PMC8:exact=0", &code), 0);
-	ck_assert_uint_eq(code, 7u | 0x100u);
+	ck_assert_uint_eq(code, ibrp2 | 0x400u);
 	ck_assert_int_eq(it2_event_parse("CPU_CYCLES", &code), 0);
-	ck_assert_uint_eq(code, 9);
-	ck_assert_int_eq(it2_event_format(1u | 0x300u, buf, sizeof buf), 0);
+	ck_assert_uint_eq(code, cycles);
+	ck_assert_int_eq(it2_event_format(stores | 0xc00u, buf, sizeof buf), 0);
 	ck_assert_str_eq(buf, "STORES_RETIRED:exact=1");
-	ck_assert_int_eq(it2_event_format(7u | 0x100u, buf, sizeof buf), 0);
+	ck_assert_int_eq(it2_event_format(ibrp2 | 0x400u, buf, sizeof buf), 0);
 	ck_assert_str_eq(buf, "IA64_TAGGED_INST_RETIRED_IBRP2_PMC8:exact=0");
+	/* Every catalogue event has a name, the seed's among them. */
+	ck_assert_int_eq(it2_event_parse("L1D_READ_MISSES_ALL", &code), 0);
+	ck_assert_uint_eq(code, it2_index("L1D_READ_MISSES_ALL"));
+	ck_assert_int_eq(it2_event_parse("DATA_EAR_CACHE_LAT4", &code), 0);
 	/* The one error rule. */
 	ck_assert_int_eq(it2_event_parse("NO_SUCH_EVENT", &code), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "no event named 'NO_SUCH_EVENT' in component itanium2"));
@@ -245,14 +261,70 @@ START_TEST(itanium2_names)
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), ":exact takes 0 or 1, not '2'"));
 	ck_assert_int_eq(it2_event_parse("LOADS_RETIRED:cpu=0", &code), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "it takes :exact=0 or 1"));
-	ck_assert_int_eq(it2_event_format(10, buf, sizeof buf), -ENOENT);
-	ck_assert_int_eq(it2_event_format(0x400, buf, sizeof buf), -ENOENT);
-	ck_assert_int_eq(it2_event_format(0x200, buf, sizeof buf), -ENOENT); /* exact=1 without "given" */
+	ck_assert_int_eq(it2_event_format(IT2_NEVENTS, buf, sizeof buf), -ENOENT);
+	ck_assert_int_eq(it2_event_format(0x1000, buf, sizeof buf), -ENOENT);
+	ck_assert_int_eq(it2_event_format(0x800, buf, sizeof buf), -ENOENT); /* exact=1 without "given" */
 	round_trip_all(&it2_event_names);
-	ck_assert_uint_eq(it2_event_names.n, 10);
-	/* Sources: CPU_CYCLES is the one modelled event. */
-	for (unsigned i = 0; i < it2_event_names.n; i++)
-		ck_assert_int_eq(it2_events[i].source, i == 9 ? HERITAGE_MODELLED : HERITAGE_MEASURED);
+	/* libpfm-3's Itanium 2 table in PAPI 7.0.0 has 497 entries (the seed's PAPI: "roughly 475"). */
+	ck_assert_uint_ge(it2_event_names.n, 475);
+	/* Sources: CPU_CYCLES is modelled, the nine data and instruction
+	 * events measured, the pipeline's bubbles unavailable with a reason. */
+	const char *measured[] = { "LOADS_RETIRED", "STORES_RETIRED", "MISALIGNED_LOADS_RETIRED",
+	                           "MISALIGNED_STORES_RETIRED", "IA64_INST_RETIRED",
+	                           "IA64_TAGGED_INST_RETIRED_IBRP0_PMC8", "IA64_TAGGED_INST_RETIRED_IBRP1_PMC9",
+	                           "IA64_TAGGED_INST_RETIRED_IBRP2_PMC8", "IA64_TAGGED_INST_RETIRED_IBRP3_PMC9" };
+	for (unsigned i = 0; i < sizeof measured / sizeof measured[0]; i++) {
+		ck_assert_int_eq(it2_event_source(it2_index(measured[i])), HERITAGE_MEASURED);
+		ck_assert_ptr_null(it2_event_unavailable(it2_index(measured[i])));
+	}
+	ck_assert_int_eq(it2_event_source(cycles), HERITAGE_MODELLED);
+	unsigned bubble = it2_index("BACK_END_BUBBLE_ALL");
+	ck_assert_int_eq(it2_event_source(bubble), HERITAGE_UNAVAILABLE);
+	ck_assert_ptr_nonnull(strstr(it2_event_unavailable(bubble), "pipeline"));
+	ck_assert_ptr_nonnull(strstr(it2_event_unavailable(it2_index("ALAT_CAPACITY_MISS_ALL")), "advanced load"));
+	ck_assert_ptr_nonnull(strstr(it2_event_unavailable(it2_index("RSE_EVENT_RETIRED")), "register stack"));
+	ck_assert_ptr_nonnull(strstr(it2_event_unavailable(it2_index("BUS_ALL_ANY")), "bus"));
+}
+END_TEST
+
+/* Enumeration: LOADS_RETIRED first, then the catalogue's order without it;
+ * each filter visits exactly the events whose libpfm-3 bits have it. */
+START_TEST(itanium2_enumeration)
+{
+	unsigned loads = it2_index("LOADS_RETIRED");
+	ck_assert_uint_eq(IT2_FIRST_EVENT, loads);
+	unsigned idx = IT2_FIRST_EVENT, n = 1, prev = 0, first_after = 1;
+	while (it2_event_next(&idx, 0) == 0) {
+		ck_assert_uint_ne(idx, loads);
+		if (!first_after)
+			ck_assert_uint_gt(idx, prev);
+		first_after = 0;
+		prev = idx;
+		n++;
+	}
+	ck_assert_uint_eq(n, IT2_NEVENTS);
+	const unsigned filters[] = { IT2_DARR, IT2_IARR, IT2_OPCM, IT2_DEAR, IT2_IEAR };
+	for (unsigned f = 0; f < sizeof filters / sizeof filters[0]; f++) {
+		unsigned want = 0, got = 0;
+		for (unsigned i = 0; i < IT2_NEVENTS; i++) {
+			const struct it2_cat_entry *c = &it2_catalog[i];
+			unsigned t = (c->code >> 8) & 7; /* pme_type */
+			int has = filters[f] == IT2_DARR ? (c->qual & 4) != 0
+			          : filters[f] == IT2_IARR ? (c->qual & 1) != 0
+			          : filters[f] == IT2_OPCM ? (c->qual & 2) != 0
+			          : filters[f] == IT2_DEAR ? (t >= 4 && t <= 6)
+			                                         : (t == 2 || t == 3);
+			want += has && i != loads;
+		}
+		for (idx = IT2_FIRST_EVENT; it2_event_next(&idx, filters[f]) == 0;)
+			got++;
+		ck_assert_uint_eq(got, want);
+	}
+	/* libpfm-3's counts (PAPI 7.0.0's table): 160 data-range events. */
+	unsigned dar = 0;
+	for (idx = IT2_FIRST_EVENT, dar = 1; it2_event_next(&idx, IT2_DARR) == 0;)
+		dar++;
+	ck_assert_uint_eq(dar, 160);
 }
 END_TEST
 
@@ -361,6 +433,7 @@ static Suite *events_suite(void)
 	suite_add_tcase(s, shared);
 	TCase *facilities = tcase_create("facilities");
 	tcase_add_test(facilities, itanium2_names);
+	tcase_add_test(facilities, itanium2_enumeration);
 	tcase_add_test(facilities, paragon_rpm_names);
 	tcase_add_test(facilities, alpha21064_names);
 	suite_add_tcase(s, facilities);
