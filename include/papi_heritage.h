@@ -54,6 +54,22 @@ int papi_heritage_is_component(const char *name);
  * Returns PAPI_OK, PAPI_ENOEVST or PAPI_ENOCMP (not an itanium2 set). */
 int papi_heritage_itanium2_backend(int EventSet, char *name, int len);
 
+/* What the Itanium 2 Data EAR captured at the last overflow of a
+ * DATA_EAR_CACHE_* or DATA_EAR_TLB_* event of EventSet (PAPI_overflow):
+ * the load's PC and data address and the latency the cache model gave it.
+ * Modelled, as every value of those events is (itanium2(3), DATA EAR). */
+struct papi_heritage_dear_record {
+	unsigned long long pc;           /* the load's instruction */
+	unsigned long long data_address; /* its data address */
+	unsigned latency;                /* modelled cycles */
+	int level;                       /* that served it: 1 L1D, 2 L2, 3 L3, 4 memory */
+	int tlb;                         /* its translation: 1 L1 DTLB, 2 L2 DTLB, 3 page walker, 0 not modelled */
+	int event_index;                 /* the event's index in EventSet (PAPI_list_events order) */
+};
+/* PAPI_OK; PAPI_ENOEVST, PAPI_ENOCMP (not an itanium2 set), or
+ * PAPI_ENOEVNT if no D-EAR overflow has been delivered yet. */
+int papi_heritage_itanium2_dear_last(int EventSet, struct papi_heritage_dear_record *record);
+
 /* The mechanisms the components rely on (debug registers, single-step,
  * page traps, perf events, tracepoints, the core PMU, libpfm4, IBS, ...),
  * each probed once per process when first needed or asked for: it works

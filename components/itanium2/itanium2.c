@@ -14,6 +14,7 @@
 #include "papi_vector.h"
 
 #include "../heritage_glue.h"
+#include "itanium2/it2_cache.h"
 #include "itanium2/it2_events.h"
 #include "itanium2/it2_set.h"
 #include "papi_heritage.h"
@@ -85,8 +86,8 @@ static int it2_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
  * timer, which sends the same signal. */
 static int it2_overflow_start(it2_control_t *c)
 {
-	return heritage_own_overflow_start(&_itanium2_vector, c->set.ovf_exact | c->set.ovf_polled, c->set.ovf_polled,
-	                                   &c->ovf);
+	return heritage_own_overflow_start(&_itanium2_vector, c->set.ovf_exact | c->set.ovf_dear | c->set.ovf_polled,
+	                                   c->set.ovf_polled, &c->ovf);
 }
 
 static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -180,6 +181,7 @@ static int it2_cleanup_eventset(hwd_control_state_t *ctl)
 	it2_control_t *c = ctl;
 	it2_set_stop(&c->set);
 	it2_set_drop_ranges(&c->set);
+	it2_set_release(&c->set);
 	return PAPI_OK;
 }
 
@@ -349,6 +351,34 @@ HERITAGE_PUBLIC int papi_heritage_itanium2_backend(int EventSet, char *name, int
 	it2_control_t *c = ESI->ctl_state;
 	const char *b = (c->set.ws.running || c->set.ws.ops) ? watch_backend_name(c->set.ws.backend) : "none";
 	snprintf(name, (size_t)len, "%s", b);
+	return PAPI_OK;
+}
+
+HERITAGE_PUBLIC int papi_heritage_itanium2_dear_last(int EventSet, struct papi_heritage_dear_record *record)
+{
+	EventSetInfo_t *ESI = _papi_hwi_lookup_EventSet(EventSet);
+
+	if (!ESI)
+		return PAPI_ENOEVST;
+	if (ESI->CmpIdx != _itanium2_vector.cmp_info.CmpIdx || !ESI->ctl_state || !record)
+		return record ? PAPI_ENOCMP : PAPI_EINVAL;
+	it2_control_t *c = ESI->ctl_state;
+	struct it2_dear_record r;
+	if (it2_set_dear_last(&c->set, &r) != 0)
+		return PAPI_ENOEVNT;
+	/* The set's position back to the index PAPI_list_events gives. */
+	int index = -1;
+	for (int i = 0; i < ESI->NumberOfEvents; i++)
+		if (ESI->EventInfoArray[i].pos[0] == (int)r.pos)
+			index = i;
+	*record = (struct papi_heritage_dear_record){
+		.pc = r.pc,
+		.data_address = r.addr,
+		.latency = r.latency,
+		.level = r.level == IT2_CACHE_L1D ? 1 : r.level == IT2_CACHE_L2 ? 2 : r.level == IT2_CACHE_L3 ? 3 : 4,
+		.tlb = r.tlb == IT2_TLB_L1 ? 1 : r.tlb == IT2_TLB_L2 ? 2 : r.tlb == IT2_TLB_HPW ? 3 : 0,
+		.event_index = index,
+	};
 	return PAPI_OK;
 }
 

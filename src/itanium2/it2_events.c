@@ -1,7 +1,21 @@
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "itanium2/it2_cache.h"
 #include "itanium2/it2_events.h"
+
+/* In-range counters of the cache model (it2_cache.h), by level and field. */
+#define LV(lv, f) offsetof(struct it2_cache_counters, level[IT2_CACHE_##lv][1].f)
+#define TLB(f) offsetof(struct it2_cache_counters, dtlb[1].f)
+#define MODELLED(d, ...) .desc = d, .counts = IT2_COUNT_MODEL, .source = HERITAGE_MODELLED, .model = { __VA_ARGS__ }
+/* What every modelled event shares, said once in itanium2(3): the model sees
+ * every access of outline-instrumented code and counts the range's. */
+#define SEEN "Modelled: the Itanium 2 memory hierarchy (it2_cache.c) fed with every access of outline-instrumented code, counting the range's. "
+#define DEAR_CACHE(lat) { .desc = SEEN "Loads in the range whose modelled latency (the level that served them, the TLB's penalty) is at least " #lat " cycles; with PAPI_overflow each delivery leaves its record (papi_heritage_itanium2_dear_last: PC, data address, latency).", \
+	.counts = IT2_COUNT_DEAR, .source = HERITAGE_MODELLED, .dear_latency = lat }
+#define DEAR_TLB(d, bits) { .desc = SEEN d " With PAPI_overflow each delivery leaves its record (papi_heritage_itanium2_dear_last).", \
+	.counts = IT2_COUNT_DEAR, .source = HERITAGE_MODELLED, .dear_tlb = (bits) }
 
 #define TAGGED_DESC(k, pmc) \
 	"Retired Itanium instructions tagged by instruction breakpoint pair " #k \
@@ -34,6 +48,56 @@ const struct it2_event it2_events[IT2_NEVENTS] = {
 		.counts = IT2_COUNT_INSNS_PAIR0 + 2, .source = HERITAGE_MEASURED, .tagged = 1 },
 	[IT2_TAGGED_IBRP3_PMC9] = { .desc = TAGGED_DESC(3, "PMC9"),
 		.counts = IT2_COUNT_INSNS_PAIR0 + 3, .source = HERITAGE_MEASURED, .tagged = 1 },
+	/* The memory hierarchy (issue 21): x86 loads are all taken as integer
+	 * loads (the hooks do not say which register file they fill), so none
+	 * bypasses the modelled L1D as an Itanium FP load would. */
+	[IT2C_L1D_READS_SET0] = { MODELLED(SEEN "Loads in the range looked up in the L1D.", LV(L1D, read_hits), LV(L1D, read_misses)) },
+	[IT2C_L1D_READS_SET1] = { MODELLED(SEEN "Loads in the range looked up in the L1D (the same count as L1D_READS_SET0, from the other counter set).",
+	                                   LV(L1D, read_hits), LV(L1D, read_misses)) },
+	[IT2C_L1D_READ_MISSES_ALL] = { MODELLED(SEEN "Loads in the range that missed the L1D (16 KiB, 4-way, 64-byte lines).", LV(L1D, read_misses)) },
+	[IT2C_L2_DATA_REFERENCES_L2_DATA_READS] = { MODELLED(SEEN "Loads in the range that reached the L2.", LV(L2, read_hits), LV(L2, read_misses)) },
+	[IT2C_L2_DATA_REFERENCES_L2_DATA_WRITES] = { MODELLED(SEEN "Stores in the range that reached the L2 (every store: the L1D writes through).",
+	                                                      LV(L2, write_hits), LV(L2, write_misses)) },
+	[IT2C_L2_DATA_REFERENCES_L2_ALL] = { MODELLED(SEEN "Loads and stores in the range that reached the L2.",
+	                                              LV(L2, read_hits), LV(L2, read_misses), LV(L2, write_hits), LV(L2, write_misses)) },
+	[IT2C_L2_MISSES] = { MODELLED(SEEN "Data accesses in the range that missed the L2 (instruction fetches are not seen, so not counted).",
+	                              LV(L2, read_misses), LV(L2, write_misses)) },
+	[IT2C_L3_READS_DATA_READ_ALL] = { MODELLED(SEEN "Loads in the range that reached the L3.", LV(L3, read_hits), LV(L3, read_misses)) },
+	[IT2C_L3_READS_DATA_READ_HIT] = { MODELLED(SEEN "Loads in the range that hit the L3.", LV(L3, read_hits)) },
+	[IT2C_L3_READS_DATA_READ_MISS] = { MODELLED(SEEN "Loads in the range that missed the L3.", LV(L3, read_misses)) },
+	[IT2C_L3_WRITES_DATA_WRITE_ALL] = { MODELLED(SEEN "Stores in the range that reached the L3.", LV(L3, write_hits), LV(L3, write_misses)) },
+	[IT2C_L3_WRITES_DATA_WRITE_HIT] = { MODELLED(SEEN "Stores in the range that hit the L3.", LV(L3, write_hits)) },
+	[IT2C_L3_WRITES_DATA_WRITE_MISS] = { MODELLED(SEEN "Stores in the range that missed the L3.", LV(L3, write_misses)) },
+	[IT2C_L3_REFERENCES] = { MODELLED(SEEN "Data accesses in the range that reached the L3 (no instruction fetches, no L2 write-backs: not modelled).",
+	                                  LV(L3, read_hits), LV(L3, read_misses), LV(L3, write_hits), LV(L3, write_misses)) },
+	[IT2C_L3_MISSES] = { MODELLED(SEEN "Data accesses in the range that missed the L3.", LV(L3, read_misses), LV(L3, write_misses)) },
+	[IT2C_DTLB_INSERTS_HPW] = { MODELLED(SEEN "Accesses in the range whose translation missed both DTLBs: the hardware page walker's inserts.", TLB(walks)) },
+	[IT2C_L2DTLB_MISSES] = { MODELLED(SEEN "Accesses in the range that missed the L2 DTLB (every walk finds its entry: the VHPT is not modelled).", TLB(walks)) },
+	[IT2C_L1DTLB_TRANSFER] = { MODELLED(SEEN "Accesses in the range that missed the L1 DTLB and hit the L2 DTLB (loads and stores: the model does not tell them apart here).",
+	                                    TLB(l2_hits)) },
+	[IT2C_DATA_REFERENCES_SET0] = { .desc = "Loads and stores in the range, as the cache model sees them (outline-instrumented code).",
+	                                .counts = IT2_COUNT_MODEL, .source = HERITAGE_MEASURED,
+	                                .model = { LV(L1D, read_hits), LV(L1D, read_misses), LV(L1D, write_hits), LV(L1D, write_misses) } },
+	[IT2C_DATA_REFERENCES_SET1] = { .desc = "Loads and stores in the range (the same count as DATA_REFERENCES_SET0, from the other counter set).",
+	                                .counts = IT2_COUNT_MODEL, .source = HERITAGE_MEASURED,
+	                                .model = { LV(L1D, read_hits), LV(L1D, read_misses), LV(L1D, write_hits), LV(L1D, write_misses) } },
+	/* The Data EAR (issue 21 item 4): a count of the loads it would sample,
+	 * and a record per overflow. */
+	[IT2C_DATA_EAR_CACHE_LAT4] = DEAR_CACHE(4),
+	[IT2C_DATA_EAR_CACHE_LAT8] = DEAR_CACHE(8),
+	[IT2C_DATA_EAR_CACHE_LAT16] = DEAR_CACHE(16),
+	[IT2C_DATA_EAR_CACHE_LAT32] = DEAR_CACHE(32),
+	[IT2C_DATA_EAR_CACHE_LAT64] = DEAR_CACHE(64),
+	[IT2C_DATA_EAR_CACHE_LAT128] = DEAR_CACHE(128),
+	[IT2C_DATA_EAR_CACHE_LAT256] = DEAR_CACHE(256),
+	[IT2C_DATA_EAR_CACHE_LAT512] = DEAR_CACHE(512),
+	[IT2C_DATA_EAR_CACHE_LAT1024] = DEAR_CACHE(1024),
+	[IT2C_DATA_EAR_CACHE_LAT2048] = DEAR_CACHE(2048),
+	[IT2C_DATA_EAR_CACHE_LAT4096] = DEAR_CACHE(4096),
+	[IT2C_DATA_EAR_TLB_ALL] = DEAR_TLB("Loads in the range that missed the L1 DTLB.", (1u << IT2_TLB_L2) | (1u << IT2_TLB_HPW)),
+	[IT2C_DATA_EAR_TLB_L2DTLB] = DEAR_TLB("Loads in the range that missed the L1 DTLB and hit the L2 DTLB.", 1u << IT2_TLB_L2),
+	[IT2C_DATA_EAR_TLB_VHPT] = DEAR_TLB("Loads in the range translated by the page walker (the VHPT).", 1u << IT2_TLB_HPW),
+	[IT2C_DATA_EAR_TLB_L2DTLB_OR_VHPT] = DEAR_TLB("Loads in the range that missed the L1 DTLB.", (1u << IT2_TLB_L2) | (1u << IT2_TLB_HPW)),
 	[IT2_CPU_CYCLES] = {
 		.desc = "CPU cycles of the thread: its CPU time times a nominal 1.6 GHz (modelled). "
 		        "Cannot be range-restricted.",
@@ -49,6 +113,10 @@ static const struct {
 	{ "ALAT_", "the ALAT (advanced load address table) tracks IA-64 advanced loads (ld.a, chk.a), "
 	           "which x86-64 does not have: it would need an IA-64 binary" },
 	{ "DATA_EAR_ALAT", "the ALAT tracks IA-64 advanced loads, which x86-64 does not have" },
+	{ "DATA_EAR_TLB_", "a DTLB miss that faults to software: the model's page walker always finds the translation "
+	                   "(the VHPT and the OS's fault handler are not modelled)" },
+	{ "DATA_EAR_EVENTS", "the number of D-EAR captures: use a DATA_EAR_CACHE_* or DATA_EAR_TLB_* event, each capture "
+	                     "a PAPI_overflow delivery" },
 	{ "INST_EAR_", "the instruction EAR samples instruction-fetch misses (L1I, ITLB): no source sees this "
 	               "thread's instruction fetches (the instrument hooks see data accesses only)" },
 	{ "L1I_", "the L1 instruction cache: no source sees this thread's instruction fetches" },

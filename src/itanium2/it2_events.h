@@ -50,6 +50,8 @@ enum it2_counts {             /* which watch counter an event reads */
 	IT2_COUNT_INSNS = WATCH_FIELD_INSNS,
 	IT2_COUNT_INSNS_PAIR0 = WATCH_FIELD_INSNS_PAIR0, /* + k for IBRPk */
 	IT2_COUNT_CYCLES = WATCH_NFIELDS,                /* not a watch counter */
+	IT2_COUNT_MODEL,  /* the cache model's in-range counters (it2_event.model) */
+	IT2_COUNT_DEAR,   /* in-range loads the model's outcome qualifies (D-EAR) */
 };
 
 /* What this project does with a catalogue event; a zero entry (source 0)
@@ -59,6 +61,15 @@ struct it2_event {
 	enum it2_counts counts;
 	enum heritage_source source;
 	int tagged;               /* IA64_TAGGED_INST_RETIRED_IBRPx */
+	/* IT2_COUNT_MODEL: the sum of these counters of the model, offsets in
+	 * struct it2_cache_counters (it2_cache.h), the in-range ones; 0 ends. */
+	unsigned short model[4];
+	/* IT2_COUNT_DEAR: a D-EAR cache event qualifies loads whose modelled
+	 * latency is at least dear_latency cycles; a D-EAR TLB event (latency
+	 * 0) loads whose translation came from one of dear_tlb (bits
+	 * 1 << enum it2_tlb_outcome). */
+	unsigned short dear_latency;
+	unsigned char dear_tlb;
 };
 
 extern const struct it2_event it2_events[IT2_NEVENTS];

@@ -1,5 +1,10 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -7,7 +12,9 @@
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "common/heritage_self.h"
+#include "itanium2/it2_cache.h"
 #include "itanium2/it2_set.h"
+#include "watch/watch_sys.h"
 
 int it2_set_init(struct it2_set *s)
 {
@@ -175,9 +182,13 @@ int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n)
 	memcpy(s->codes, codes, n * sizeof *codes);
 	s->nevents = n;
 	s->has_cycles = has_event(s, IT2_CPU_CYCLES);
+	s->model_events = s->dear_events = 0;
 	for (unsigned i = 0; i < n; i++) {
 		enum it2_counts what = it2_events[codes[i] & IT2_CODE_INDEX_MASK].counts;
-		s->field[i] = what == IT2_COUNT_CYCLES ? WATCH_FIELD_LOADS : (unsigned char)what;
+		s->model_events |= (uint32_t)(what == IT2_COUNT_MODEL || what == IT2_COUNT_DEAR) << i;
+		s->dear_events |= (uint32_t)(what == IT2_COUNT_DEAR) << i;
+		/* Not a watch counter: any field, never read (it2_set_read). */
+		s->field[i] = what >= IT2_COUNT_CYCLES ? WATCH_FIELD_LOADS : (unsigned char)what;
 	}
 	return 0;
 }
@@ -211,6 +222,102 @@ static unsigned range_pairs(const struct it2_range *r, struct watch_interval *iv
 	return m->ncover;
 }
 
+/* Every access the backend sees (watch_request.observe), on the counting
+ * thread, in the hooks: the model sees it, the range's count.  A D-EAR
+ * delivery is a signal to this thread, sent last: its handler (PAPI's,
+ * then the program's) runs when the hook returns, and may read the record
+ * and touch watched data (observed again, as a new access). */
+static void observe(void *arg, uintptr_t addr, size_t size, int store, uintptr_t pc, int counted)
+{
+	struct it2_set *s = arg;
+	struct it2_cache_outcome out;
+	it2_cache_access(s->model, addr, size ? (unsigned)size : 1,
+	                 (store ? IT2_ACC_STORE : IT2_ACC_LOAD) | (counted ? IT2_ACC_IN_RANGE : 0), &out);
+	if (!s->dear_events || !counted || store)
+		return;
+	uint32_t due = 0;
+	for (unsigned i = 0; i < s->nevents; i++) {
+		if (!(s->dear_events & (1u << i)))
+			continue;
+		const struct it2_event *e = &it2_events[s->codes[i] & IT2_CODE_INDEX_MASK];
+		int qualifies = e->dear_latency ? out.latency >= e->dear_latency && out.level != IT2_CACHE_L1D
+		                                : (e->dear_tlb & (1u << out.tlb)) != 0;
+		if (!qualifies)
+			continue;
+		s->dear[i]++;
+		if ((s->ovf_dear & (1u << i)) && --s->dear_left[i] == 0) {
+			s->dear_left[i] = (uint64_t)s->ovf_threshold[i];
+			s->dear_last = (struct it2_dear_record){ .pc = pc, .addr = addr, .latency = out.latency,
+			                                         .level = out.level, .tlb = out.tlb, .pos = i };
+			s->have_dear_record = 1;
+			due |= 1u << i;
+		}
+	}
+	if (due) {
+		atomic_store(&s->ovf.pending_pc, pc);
+		atomic_fetch_or(&s->dear_pending, due);
+		watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), s->ovf.signal); /* raw: errno untouched */
+	}
+}
+
+/* PAPI_HERITAGE_ITANIUM2_CACHE: itanium2 (the default: the Itanium 2 9M
+ * "Madison"), or host (this machine's geometry from hwloc). */
+static int make_model(struct it2_set *s)
+{
+	struct it2_cache_config cfg;
+	const char *which = heritage_env("itanium2", "cache");
+	int err;
+	if (!which || strcasecmp(which, "itanium2") == 0)
+		err = it2_cache_preset(&cfg, IT2_CACHE_ITANIUM2_MADISON);
+	else if (strcasecmp(which, "host") == 0)
+		err = it2_cache_config_host(&cfg);
+	else
+		return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_CACHE=%s: expected 'itanium2' or 'host'", which);
+	if (err)
+		return heritage_fail(err, "itanium2: the cache model's configuration: %s", heritage_last_error());
+	struct it2_cache *m = calloc(1, sizeof *m);
+	if (!m)
+		return heritage_fail(-ENOMEM, "itanium2: no memory for the cache model");
+	err = it2_cache_init(m, &cfg);
+	if (err) {
+		free(m);
+		return heritage_fail(err, "itanium2: the cache model: %s", heritage_last_error());
+	}
+	s->model = m;
+	return 0;
+}
+
+/* Counting from zero (start, reset); the model's contents stay, as a
+ * processor's caches do. */
+static void model_zero(struct it2_set *s)
+{
+	if (s->model)
+		it2_cache_counters_zero(s->model);
+	memset(s->dear, 0, sizeof s->dear);
+	for (unsigned i = 0; i < s->nevents; i++)
+		s->dear_left[i] = (uint64_t)s->ovf_threshold[i];
+	atomic_store(&s->dear_pending, 0);
+}
+
+void it2_set_release(struct it2_set *s)
+{
+	if (s->running)
+		return;
+	if (s->model) {
+		it2_cache_destroy(s->model);
+		free(s->model);
+		s->model = NULL;
+	}
+}
+
+int it2_set_dear_last(const struct it2_set *s, struct it2_dear_record *r)
+{
+	if (!s->have_dear_record)
+		return heritage_fail(-ENOENT, "itanium2: no D-EAR overflow delivered yet in this event set");
+	*r = s->dear_last;
+	return 0;
+}
+
 int it2_set_start(struct it2_set *s)
 {
 	struct watch_request *req = &s->ws.req;
@@ -227,7 +334,8 @@ int it2_set_start(struct it2_set *s)
 		                     "or pagetrap", env);
 	for (unsigned i = 0; i < s->nevents; i++) {
 		const struct it2_event *e = &it2_events[s->codes[i] & IT2_CODE_INDEX_MASK];
-		want_data |= e->counts <= IT2_COUNT_MISALIGNED_STORES;
+		want_data |= e->counts <= IT2_COUNT_MISALIGNED_STORES || e->counts == IT2_COUNT_MODEL ||
+		             e->counts == IT2_COUNT_DEAR;
 		want_misaligned |= e->counts == IT2_COUNT_MISALIGNED_LOADS || e->counts == IT2_COUNT_MISALIGNED_STORES;
 		want_code |= e->counts >= IT2_COUNT_INSNS && e->counts < IT2_COUNT_CYCLES;
 	}
@@ -248,6 +356,16 @@ int it2_set_start(struct it2_set *s)
 	req->want_data = want_data;
 	req->want_code = want_code;
 	req->want_misaligned = want_misaligned;
+	if (s->model_events) {
+		if (!s->model) {
+			int err = make_model(s);
+			if (err)
+				return err;
+		}
+		model_zero(s);
+		req->observe = observe;
+		req->observe_arg = s;
+	}
 	if (s->drange.set) {
 		/* The data cover is what counts; pairs only matter for IBRPs. */
 		req->ndata = s->drange.map.ncover;
@@ -311,6 +429,7 @@ int it2_set_reset(struct it2_set *s)
 		watch_overflow_arm(&s->ovf);
 	for (unsigned i = 0; i < s->nevents; i++)
 		s->ovf_deadline[i] = s->ovf_threshold[i];
+	model_zero(s);
 	s->cpu_ns_acc = 0;
 	if (s->running && s->has_cycles)
 		s->cpu_ns_at_start = thread_cpu_ns();
@@ -323,6 +442,22 @@ int it2_set_read(struct it2_set *s)
 	if (s->running && !heritage_owner_is_self(&s->owner))
 		return heritage_owner_check(&s->owner, "itanium2", "PAPI_read", 0);
 	watch_session_read_fields(&s->ws, s->field, s->nevents, s->values);
+	for (unsigned i = 0; i < s->nevents && s->model_events; i++) {
+		if (!(s->model_events & (1u << i)))
+			continue;
+		const struct it2_event *e = &it2_events[s->codes[i] & IT2_CODE_INDEX_MASK];
+		uint64_t v = 0;
+		if (e->counts == IT2_COUNT_DEAR) {
+			v = s->dear[i];
+		} else if (s->model) {
+			for (unsigned k = 0; k < sizeof e->model / sizeof e->model[0] && e->model[k]; k++) {
+				uint64_t c;
+				memcpy(&c, (const char *)&s->model->cnt + e->model[k], sizeof c);
+				v += c;
+			}
+		}
+		s->values[i] = (long long)v;
+	}
 	if (!s->has_cycles)
 		return 0;
 	/* CPU_CYCLES is the thread's CPU time at the nominal clock: a system
@@ -354,6 +489,7 @@ int it2_set_overflow(struct it2_set *s, unsigned pos, long long threshold, int s
 	uint32_t bit = 1u << pos;
 	s->ovf_exact &= ~bit;
 	s->ovf_polled &= ~bit;
+	s->ovf_dear &= ~bit;
 	s->ovf_threshold[pos] = 0;
 	if (threshold < 0)
 		return heritage_fail(-EINVAL, "itanium2: overflow threshold %lld: must be positive", threshold);
@@ -362,8 +498,13 @@ int it2_set_overflow(struct it2_set *s, unsigned pos, long long threshold, int s
 		return 0;
 	}
 	const struct it2_event *e = &it2_events[s->codes[pos] & IT2_CODE_INDEX_MASK];
-	int exact = e->counts != IT2_COUNT_CYCLES && ((1u << s->field[pos]) & WATCH_OVERFLOW_DATA_FIELDS);
-	if (exact) {
+	int exact = e->counts < IT2_COUNT_CYCLES && ((1u << s->field[pos]) & WATCH_OVERFLOW_DATA_FIELDS);
+	if (e->counts == IT2_COUNT_DEAR) {
+		/* Each qualifying load is counted where the model sees it: the
+		 * delivery comes from there, with its record. */
+		s->ovf.signal = signal;
+		s->ovf_dear |= bit;
+	} else if (exact) {
 		for (unsigned i = 0; i < s->nevents; i++)
 			if ((s->ovf_exact & (1u << i)) && s->field[i] == s->field[pos])
 				return heritage_fail(-EBUSY, "itanium2: %s and %s count the same accesses; only one of them "
@@ -385,7 +526,7 @@ uint32_t it2_set_overflow_take(struct it2_set *s, uintptr_t *pc)
 	for (unsigned i = 0; i < s->nevents && fields; i++)
 		if ((s->ovf_exact & (1u << i)) && (fields & (1u << s->field[i])))
 			pos |= 1u << i;
-	return pos;
+	return pos | atomic_exchange(&s->dear_pending, 0);
 }
 
 uint32_t it2_set_overflow_poll(struct it2_set *s)

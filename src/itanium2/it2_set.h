@@ -16,6 +16,19 @@
 
 #define IT2_MAX_EVENTS 16
 
+struct it2_cache;
+
+/* What the Data EAR captured for the last D-EAR overflow (issue 21 item 4),
+ * from the cache model: modelled, as the latency is. */
+struct it2_dear_record {
+	uintptr_t pc;        /* the load's instruction (the hook's caller) */
+	uintptr_t addr;      /* its data address */
+	unsigned latency;    /* modelled cycles */
+	unsigned level;      /* enum it2_cache_level that served it (IT2_CACHE_MEM: memory) */
+	unsigned tlb;        /* enum it2_tlb_outcome */
+	unsigned pos;        /* the event's position in the set */
+};
+
 struct it2_range {
 	int set;
 	uint64_t start, end;           /* as requested */
@@ -42,6 +55,18 @@ struct it2_set {
 	long long ovf_deadline[IT2_MAX_EVENTS];   /* polled ones */
 	uint32_t ovf_exact, ovf_polled;          /* position bits */
 	struct watch_overflow ovf;               /* the backend's, for the exact ones */
+
+	/* The memory-hierarchy model (it2_cache.h), made when the set first
+	 * starts with a modelled event, fed every access the backend sees
+	 * (watch_request.observe), until it2_set_release. */
+	struct it2_cache *model;
+	uint32_t model_events, dear_events;      /* position bits */
+	uint64_t dear[IT2_MAX_EVENTS];           /* D-EAR counts, per position */
+	uint32_t ovf_dear;                       /* D-EAR positions armed: delivered from the model's path */
+	uint64_t dear_left[IT2_MAX_EVENTS];
+	_Atomic uint32_t dear_pending;
+	struct it2_dear_record dear_last;
+	int have_dear_record;
 };
 
 /* Also reads PAPI_HERITAGE_ITANIUM2_MODE; 0 or -EINVAL (bad value). */
@@ -54,6 +79,11 @@ int it2_set_init(struct it2_set *s);
 int it2_set_range(struct it2_set *s, int instr, uint64_t start, uint64_t end,
                   uintptr_t own_start, uintptr_t own_end, int *start_off, int *end_off);
 void it2_set_drop_ranges(struct it2_set *s);
+
+/* Frees what the set holds beyond itself (the cache model). */
+void it2_set_release(struct it2_set *s);
+/* The record of the last D-EAR overflow: 0, or -ENOENT if none yet. */
+int it2_set_dear_last(const struct it2_set *s, struct it2_dear_record *r);
 
 /* The complete event list (PAPI calls update_control_state with all of them). */
 int it2_set_events(struct it2_set *s, const unsigned *codes, unsigned n);

@@ -64,7 +64,22 @@ struct watch_request {
 	/* 1 << enum watch_field of the fields whose overflow the backend must
 	 * deliver (watch_session.ovf); a backend that cannot refuses in fits(). */
 	unsigned overflow_fields;
+	/* Every data access the backend sees, counted or not, is also handed
+	 * to observe (itanium2's cache model, which must see the accesses
+	 * outside the range too: they evict the range's lines), with counted
+	 * = it counted in the fields above.  Only the outline instrument hooks
+	 * see every access of the code they watch; the other backends (and
+	 * the inline hooks, which report only accesses near the range) refuse
+	 * in fits().  Called on the counting thread, in the hooks. */
+	void (*observe)(void *arg, uintptr_t addr, size_t size, int store, uintptr_t pc, int counted);
+	void *observe_arg;
 };
+
+/* fits() of a backend that sees only the watched range's accesses. */
+#define WATCH_OBSERVE_REFUSAL                                                                          \
+	"sees only the watched range's own accesses, and the cache model needs every access (the others " \
+	"evict the range's lines): build the code with the outline instrument flags "                     \
+	"(pkg-config --cflags papi-heritage-instrument or papi-heritage-instrument-clang)"
 
 struct watch_counts {
 	uint64_t loads, stores;

@@ -116,6 +116,10 @@ static int breakpoint_fits(const struct watch_request *req, char *why, size_t le
 		snprintf(why, len, "instruction ranges are not counted with debug registers (one address each)");
 		return -ENOTSUP;
 	}
+	if (req->observe) {
+		snprintf(why, len, "the debug registers " WATCH_OBSERVE_REFUSAL);
+		return -ENOTSUP;
+	}
 	if (req->data_all || req->ndata == 0) {
 		snprintf(why, len, "debug registers cannot see every access: set a data range");
 		return -ENOTSUP;

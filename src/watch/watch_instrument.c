@@ -114,7 +114,10 @@ static __attribute__((noinline)) void account_slow(uintptr_t a, size_t size, int
 {
 	if (report && it.req.data_by_code)
 		pc = report_access_pc(pc);
-	if (!slow_match(a, size, pc))
+	int counted = slow_match(a, size, pc);
+	if (it.req.observe)
+		it.req.observe(it.req.observe_arg, a, size, store, pc, counted);
+	if (!counted)
 		return;
 	int misaligned = (size & (size - 1)) == 0 && (a & (size - 1)) != 0;
 	if (store) {
@@ -627,6 +630,10 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 		         "(pkg-config --cflags papi-heritage-instrument or papi-heritage-instrument-inline)");
 		return -ENOTSUP;
 	}
+	if ((hooks & HOOKS_INLINE) && req->observe) {
+		snprintf(why, len, "code built with the inline instrument flags " WATCH_OBSERVE_REFUSAL);
+		return -ENOTSUP;
+	}
 	if (hooks & HOOKS_INLINE) {
 		/* Inline-instrumented code reports only accesses to poisoned
 		 * shadow, and poisoning all memory is not possible. */
@@ -672,7 +679,8 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 	s->priv = NULL;
 	memset(&it.c, 0, sizeof it.c);
 	it.req = *r;
-	if (r->data_all || r->ndata == 0) {
+	if (r->data_all || r->ndata == 0 || r->observe) {
+		/* Every access reaches account_slow when observed. */
 		it.lo = 0;
 		it.hi = UINTPTR_MAX;
 	} else {
@@ -686,7 +694,7 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 		}
 	}
 	it.ovf = r->overflow_fields ? s->ovf : NULL;
-	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned || it.ovf;
+	it.slow = r->ndata > 1 || r->data_by_code || r->want_misaligned || it.ovf || r->observe;
 	/* Poison after the bounds are set: a report from now on is counted. */
 	if (shadow_ready && !r->data_all && r->ndata > 0) {
 		int err = shadow_claim_start(s, why, len);

@@ -818,6 +818,10 @@ static int ensure_init(void)
 
 static int pagetrap_fits(const struct watch_request *req, char *why, size_t len)
 {
+	if (req->observe) {
+		snprintf(why, len, "the page-trap backend " WATCH_OBSERVE_REFUSAL);
+		return -ENOTSUP;
+	}
 	return watch_pagetrap_fits(req, ensure_init, why, len);
 }
 
