@@ -269,8 +269,9 @@ START_TEST(branch_taken_three_in_four)
 	/* Chunks of a multiple of 4 iterations: 3 in 4 exactly. */
 	/* The timer lands mostly right after the syscall, at the branch; the
 	 * skid (PM_SOFT_SKID) tags it about 1 time in 8: 140 samples there in
-	 * 8 s of CPU with the machine loaded. */
-	run_until(run_loop34, 400, pm_loop34_branch, pm_loop34_branch + 1, 120, 8.0);
+	 * 8 s of CPU with the machine loaded, and 8 s of CPU at 42 % of a CPU
+	 * outran the 30 s timeout (CI, nobody+EPERM pass). */
+	run_until(run_loop34, 400, pm_loop34_branch, pm_loop34_branch + 1, 80, 6.0);
 	end();
 	unsigned at = 0, taken = 0, other_taken_known = 0;
 	for (unsigned i = 0; i < ngot; i++) {
@@ -285,7 +286,7 @@ START_TEST(branch_taken_three_in_four)
 	}
 	fprintf(stderr, "  branch: %u samples, %u taken (%.1f %%, expected 75 %%)\n", at, taken,
 	        at ? 100.0 * taken / at : 0.0);
-	ck_assert_uint_ge(at, 50);
+	ck_assert_uint_ge(at, 40);
 	check_fraction("taken", taken, at, 0.75);
 }
 END_TEST
@@ -712,7 +713,7 @@ int main(void)
 	pm_soft_tick_ns(); /* found once here, not in each forked test */
 	Suite *s = suite_create("pm_soft");
 	TCase *tc = tcase_create("soft backend");
-	tcase_set_timeout(tc, 30);
+	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, branch_taken_three_in_four);
 	tcase_add_test(tc, time_split_three_to_one);
