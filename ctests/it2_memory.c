@@ -12,6 +12,9 @@
  *   it2_memory interleaved  two 32 KiB arrays read alternately: a range over
  *                           each reports its own lines' misses; two 4 KiB
  *                           arrays (8 KiB in all, fits): the first pass only
+ *   it2_memory host         the same with this machine's L1D geometry
+ *                           (PAPI_HERITAGE_ITANIUM2_CACHE=host, hwloc),
+ *                           expected from sysfs's account of it
  *   it2_memory dear         DATA_EAR_CACHE_LAT4 with a data range and
  *                           threshold 1 on a loop loading once per line: one
  *                           delivery per modelled miss, each record's data
@@ -189,6 +192,58 @@ static void mode_dear(void)
 	free(a);
 }
 
+/* PAPI_HERITAGE_ITANIUM2_CACHE=host: this machine's L1D from hwloc.  The
+ * expectation from sysfs's own account of the L1D (not hwloc's): an array
+ * twice its size misses every line every pass, a quarter of it only once. */
+static long sysfs_value(const char *file)
+{
+	char path[128], buf[64];
+	snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index0/%s", file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long v = -1;
+	if (fgets(buf, sizeof buf, f)) {
+		char *end;
+		v = strtol(buf, &end, 10);
+		if (*end == 'K')
+			v *= 1024;
+	}
+	fclose(f);
+	return v;
+}
+
+static void mode_host(void)
+{
+	static const char *ev[] = { "itanium2:::L1D_READ_MISSES_ALL" };
+	char type[32] = "";
+	FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/type", "r");
+	if (!f || !fgets(type, sizeof type, f) || strncmp(type, "Data", 4) != 0)
+		SKIP("sysfs does not describe cpu0's L1 data cache (index0)");
+	fclose(f);
+	long l1 = sysfs_value("size"), line = sysfs_value("coherency_line_size");
+	if (l1 <= 0 || line <= 0)
+		SKIP("sysfs gives no L1D size or line size");
+	setenv("PAPI_HERITAGE_ITANIUM2_CACHE", "host", 1);
+	const size_t sizes[] = { (size_t)(2 * l1), (size_t)(l1 / 4) };
+	for (int k = 0; k < 2; k++) {
+		size_t bytes = sizes[k];
+		long *a = lines(bytes), n = (long)(bytes / sizeof *a);
+		long long v;
+		int set = new_set(a, (char *)a + bytes, ev, 1);
+		start(set);
+		sweep(a, n, 1, PASSES);
+		CHECK_PAPI(PAPI_stop(set, &v));
+		long long nlines = (long long)bytes / line;
+		long long want = k == 0 ? PASSES * nlines : nlines;
+		printf("host L1D %ld KiB, %ld-byte lines: %zu KiB x %d passes: L1D_READ_MISSES_ALL %lld (want %lld)\n",
+		       l1 / 1024, line, bytes / 1024, PASSES, v, want);
+		EXPECT_EQ("host L1D read misses", v, want);
+		drop(set);
+		free(a);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "l1d";
@@ -200,8 +255,10 @@ int main(int argc, char **argv)
 		mode_interleaved();
 	else if (strcmp(mode, "dear") == 0)
 		mode_dear();
+	else if (strcmp(mode, "host") == 0)
+		mode_host();
 	else {
-		fprintf(stderr, "usage: it2_memory l1d|interleaved|dear\n");
+		fprintf(stderr, "usage: it2_memory l1d|interleaved|dear|host\n");
 		return 2;
 	}
 	return heritage_test_done("it2_memory");

@@ -273,8 +273,8 @@ static int make_model(struct it2_set *s)
 		err = it2_cache_config_host(&cfg);
 	else
 		return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_CACHE=%s: expected 'itanium2' or 'host'", which);
-	if (err)
-		return heritage_fail(err, "itanium2: the cache model's configuration: %s", heritage_last_error());
+	if (err) /* hwloc could not describe this machine's caches: not here */
+		return heritage_fail(-ENOTSUP, "itanium2: the cache model's configuration: %s", heritage_last_error());
 	struct it2_cache *m = calloc(1, sizeof *m);
 	if (!m)
 		return heritage_fail(-ENOMEM, "itanium2: no memory for the cache model");
