@@ -21,8 +21,8 @@
  *   counts [passes]    (instrumented) the model's L1D read misses over a+b,
  *                      for comparison with cachegrind's D1 misses in sweep()
  *
- * Each timed mode runs one warm-up pass, picks the pass count that takes
- * about ms milliseconds (default 100) and times those passes with
+ * Each timed mode runs a warm-up pass and a timed one, picks the pass count
+ * that takes about ms milliseconds (default 100) and times those passes with
  * clock_gettime (which works under valgrind, so valgrind's start-up is not
  * in the number).  Output: `key value` lines; a set PAPI refuses prints
  * `ns_per_access unavailable: <why>` and exits 0.  Exact mode, backend
@@ -118,6 +118,16 @@ static long passes_for(double one_pass_s, long ms)
 	return p < 1 ? 1 : p > MAX_PASSES ? MAX_PASSES : (long)(p + 0.5);
 }
 
+/* A warm-up pass (caches, TLB, the model's first contents), then one
+ * timed pass: the passes that take about ms milliseconds. */
+static long calibrate(const long *a, long ms)
+{
+	sink = sweep(a, a + N, N, 1);
+	double t0 = bench_now();
+	sink = sweep(a, a + N, N, 1);
+	return passes_for(bench_now() - t0, ms);
+}
+
 static void print_result(const char *mode, long passes, double t)
 {
 	printf("build %s\n",
@@ -138,10 +148,8 @@ static void print_result(const char *mode, long passes, double t)
 static int mode_native(long ms)
 {
 	long *a = alloc_block();
+	long passes = calibrate(a, ms);
 	double t0 = bench_now();
-	sink = sweep(a, a + N, N, 1);
-	long passes = passes_for(bench_now() - t0, ms);
-	t0 = bench_now();
 	sink = sweep(a, a + N, N, passes);
 	double t = bench_now() - t0;
 	print_where();
@@ -220,8 +228,8 @@ static const char *backend_of(int set)
 static const char *plain_events[] = { "itanium2:::LOADS_RETIRED" };
 static const char *model_events[] = { "itanium2:::L1D_READ_MISSES_ALL", "itanium2:::L2_DATA_REFERENCES_L2_DATA_READS" };
 
-/* The loop inside start..stop of a set over a: the warm-up pass also fills
- * the model (its contents stay across start/stop), then the timed passes,
+/* The loop inside start..stop of a set over a: calibrate() also warms the
+ * model (its contents stay across start/stop), then the timed passes,
  * counted from zero.  Only sweep() is timed. */
 static int mode_papi(const char *mode, long ms)
 {
@@ -234,13 +242,10 @@ static int mode_papi(const char *mode, long ms)
 	papi_init();
 	int set = make_set(a, a + N, ev, nev);
 	start(set);
-	double t0 = bench_now();
-	sink = sweep(a, a + N, N, 1);
-	double t1 = bench_now() - t0;
+	long passes = calibrate(a, ms);
 	CHECK(PAPI_stop(set, v));
-	long passes = passes_for(t1, ms);
 	start(set);
-	t0 = bench_now();
+	double t0 = bench_now();
 	sink = sweep(a, a + N, N, passes);
 	double t = bench_now() - t0;
 	CHECK(PAPI_stop(set, v));
