@@ -40,6 +40,10 @@ const struct it2_event it2_events[IT2_NEVENTS] = {
 		.desc = "Retired instructions whose address is in the instruction range cover "
 		        "(needs an instruction range). Measured by single-stepping the range.",
 		.counts = IT2_COUNT_INSNS, .source = HERITAGE_MEASURED },
+	[IT2C_IA64_INST_RETIRED_THIS] = {
+		.desc = "The same count as IA64_INST_RETIRED (libpfm-3's alias): retired instructions whose address is "
+		        "in the instruction range cover. Measured by single-stepping the range.",
+		.counts = IT2_COUNT_INSNS, .source = HERITAGE_MEASURED },
 	[IT2_TAGGED_IBRP0_PMC8] = { .desc = TAGGED_DESC(0, "PMC8"),
 		.counts = IT2_COUNT_INSNS_PAIR0 + 0, .source = HERITAGE_MEASURED, .tagged = 1 },
 	[IT2_TAGGED_IBRP1_PMC9] = { .desc = TAGGED_DESC(1, "PMC9"),
