@@ -297,12 +297,14 @@ static int it2_ntv_code_to_descr(unsigned code, char *descr, int len)
 		return PAPI_ENOEVNT;
 	/* libpfm-3's description, then what it is here. */
 	char d[PAPI_HUGE_STR_LEN];
-	const char *why = it2_event_unavailable(idx);
+	const char *lib = it2_catalog[idx].desc, *why = it2_event_unavailable(idx);
+	size_t n = strlen(lib);
+	const char *stop = n && lib[n - 1] == '.' ? "" : ".";
 	if (why)
-		snprintf(d, sizeof d, "%s. [unavailable here: %s]", it2_catalog[idx].desc, why);
+		snprintf(d, sizeof d, "%s%s [unavailable here: %s]", lib, stop, why);
 	else
-		snprintf(d, sizeof d, "%s. [%s here: %s]", it2_catalog[idx].desc,
-		         heritage_source_name(it2_event_source(idx)), it2_events[idx].desc);
+		snprintf(d, sizeof d, "%s%s [%s here: %s]", lib, stop, heritage_source_name(it2_event_source(idx)),
+		         it2_events[idx].desc);
 	if (code & IT2_CODE_EXACT_SET)
 		snprintf(descr, (size_t)len, "%s masks:%s", d, qualifier_descr(code));
 	else

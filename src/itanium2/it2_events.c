@@ -11,7 +11,7 @@
 #define MODELLED(d, ...) .desc = d, .counts = IT2_COUNT_MODEL, .source = HERITAGE_MODELLED, .model = { __VA_ARGS__ }
 /* What every modelled event shares, said once in itanium2(3): the model sees
  * every access of outline-instrumented code and counts the range's. */
-#define SEEN "Modelled: the Itanium 2 memory hierarchy (it2_cache.c) fed with every access of outline-instrumented code, counting the range's. "
+#define SEEN "The Itanium 2 memory hierarchy (it2_cache.c) fed every access of outline-instrumented code, the range's counted. "
 #define DEAR_CACHE(lat) { .desc = SEEN "Loads in the range whose modelled latency (the level that served them, the TLB's penalty) is at least " #lat " cycles; with PAPI_overflow each delivery leaves its record (papi_heritage_itanium2_dear_last: PC, data address, latency).", \
 	.counts = IT2_COUNT_DEAR, .source = HERITAGE_MODELLED, .dear_latency = lat }
 #define DEAR_TLB(d, bits) { .desc = SEEN d " With PAPI_overflow each delivery leaves its record (papi_heritage_itanium2_dear_last).", \
