@@ -244,8 +244,8 @@ static void expect_deliveries(const char *what, int n, long long value, long lon
 	       exact ? "the component's own, exact" : "PAPI's timer");
 	if (exact)
 		EXPECT(n >= want - 1 && n <= want + 1, "%s: %d deliveries, want %lld +-1", what, n, want);
-	else
-		EXPECT(n >= 1 && n <= want + 1, "%s: %d deliveries, want 1..%lld", what, n, want + 1);
+	else /* a count under one threshold (a loaded machine's few samples) may have none */
+		EXPECT(n >= (want > 0) && n <= want + 1, "%s: %d deliveries, want %d..%lld", what, n, want > 0, want + 1);
 }
 
 static void test_handler(const struct row *r, int force_sw)
