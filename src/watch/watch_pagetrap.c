@@ -16,7 +16,9 @@
  * time (the window lock), and while it is open every other thread is parked
  * (watch_park.c) so that none of their accesses to an open page slips by.  The
  * stepped instruction runs with asynchronous signals blocked (through the
- * ucontext's saved mask), so no application handler runs inside a window.
+ * ucontext's saved mask), so no application handler runs inside a window;
+ * they wait for the window's end, one instruction at most (a code window
+ * ends early for them, see below).
  *
  * The handlers are clients of the signal engine (watch_signal.c: SIGSEGV and
  * SIGTRAP, after the perf-event client and watch_step_one, before
@@ -38,9 +40,12 @@
  * thread single-steps inside them.  Each step trap counts the instruction that
  * just completed; when RIP leaves the code pages (a call out, the return) TF is
  * cleared and the pages are closed again, so code outside the range runs at
- * full speed.  Other threads are parked for the window only when another
- * thread has a code session of its own (otherwise nothing they run through an
- * open page could be counted anyway).
+ * full speed.  The same happens when a step trap finds an asynchronous signal
+ * pending that the application does not block: the kernel delivers it as the
+ * trap handler returns, outside the window (code_step), and the next
+ * instruction in the range faults and steps on.  Other threads are parked for
+ * the window only when another thread has a code session of its own
+ * (otherwise nothing they run through an open page could be counted anyway).
  *
  * What is watched is what is mapped at start: pages of a range that no
  * mapping holds then are skipped (a coarse Itanium cover is a range of
@@ -485,8 +490,10 @@ static void begin_code_window(int self, ucontext_t *uc)
 	c->pending = rip;
 	c->app_had_tf = ((uint64_t)g[REG_EFL] & WATCH_EFLAGS_TF) != 0;
 	g[REG_EFL] = (greg_t)((uint64_t)g[REG_EFL] | WATCH_EFLAGS_TF);
-	/* No asynchronous handler runs while we step: it would run with the pages
-	 * open (and TF cleared by the kernel), uncounted. */
+	/* No asynchronous handler runs inside the window: it would run with the
+	 * pages open (and TF cleared by the kernel), uncounted, holding the lock
+	 * (and the parked threads) for as long as it runs, or forever if it
+	 * longjmps away.  code_step() ends the window when one is due. */
 	c->app_mask = *watch_mask_word(uc);
 	*watch_mask_word(uc) = c->app_mask | pt->async_mask;
 	atomic_fetch_add(&pt->code_entries, 1);
@@ -511,13 +518,38 @@ static void end_code_window(ucontext_t *uc)
 	watch_pages_unlock();
 }
 
+/* Asynchronous signals now pending for the thread or its process that the
+ * application's own mask (app_mask) lets through: the handlers run with
+ * them all blocked, so rt_sigpending (pending and blocked) lists them all.
+ * The park signal is ours (and never blocked in a handler). */
+static uint64_t deliverable_signals(uint64_t app_mask)
+{
+	uint64_t pending = 0;
+	if (watch_sys6(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) != 0)
+		return 0;
+	return pending & pt->async_mask & ~app_mask & ~watch_sigbit(watch_park_signal());
+}
+
 static int stepping_here(int self)
 {
 	return watch_pages_lock_owner() == self && pt->cstep.active && pt->cstep.tid == self;
 }
 
 /* A single-step trap while stepping: the pending instruction has completed
- * (count it), RIP is the next one to run. */
+ * (count it), RIP is the next one to run.
+ *
+ * Asynchronous signals are delivered between two steps: a step that finds
+ * one pending which the application's mask lets through ends the window
+ * here (TF cleared, the code pages closed, the application's mask back, the
+ * lock given back), and the kernel delivers the signal as this handler
+ * returns, as if it had interrupted the application at this instruction
+ * boundary: the application's handler runs outside any window, with its own
+ * mask, or the default action ends the process.  When the handler returns
+ * to RIP, inside the range, the closed page faults and a new window steps on
+ * from RIP, which has not run yet: every instruction is counted once (a
+ * rep-string instruction cut between two iterations is counted by the new
+ * window when it completes).  A handler whose own code lies inside a range
+ * is stepped and counted like any code there. */
 static void code_step(int self, ucontext_t *uc)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
@@ -527,8 +559,12 @@ static void code_step(int self, ucontext_t *uc)
 	atomic_fetch_add(&pt->code_steps, 1);
 	if (c->has_pending) {
 		uintptr_t done = c->pending;
-		if (rip == done && is_rep_string_at(done))
-			return; /* one more iteration of the same instruction */
+		if (rip == done && is_rep_string_at(done)) {
+			/* One more iteration of the same instruction. */
+			if (deliverable_signals(c->app_mask))
+				end_code_window(uc);
+			return;
+		}
 		count_insn(self, done);
 		/* The kernel returns from a system call with IRET, which re-arms TF
 		 * only after the next instruction: the trap owed to the syscall is
@@ -552,7 +588,8 @@ static void code_step(int self, ucontext_t *uc)
 			c->app_mask = cur;
 			*watch_mask_word(uc) = cur | pt->async_mask;
 		}
-		return;
+		if (!deliverable_signals(c->app_mask))
+			return;
 	}
 	end_code_window(uc);
 }
