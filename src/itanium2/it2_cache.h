@@ -144,21 +144,59 @@ struct it2_cache_counters {
 /* One modelled cache or TLB (private to it2_cache.c, here for sizeof). */
 struct it2_cache_set_array {
 	uint64_t *tags;         /* sets * ways; 0 = invalid, else block number + 1 */
-	uint8_t *used;          /* NRU bits, sets * ways (NULL under LRU) */
+	uint64_t *stamp;        /* LRU: each line's last use (0: never), NULL under NRU */
+	uint64_t *used;         /* NRU: the "used" bits, `words` words a set (NULL under LRU) */
+	uint32_t *nused;        /* NRU: the bits set in each set (when words > 1) */
+	uint32_t *pred;         /* many ways: a line-index guess per hash of the block, or NULL */
 	uint64_t set_mask;      /* sets - 1 when sets is a power of two */
+	uint64_t clock;         /* LRU: the last stamp given */
+	uint64_t full;          /* NRU, one word a set: every way's bit */
 	uint32_t sets, ways;
+	uint32_t words;         /* NRU: (ways + 63) / 64 */
 	unsigned line_shift;
+	unsigned pred_shift;    /* 64 - log2(pred's entries) */
 	enum it2_cache_policy policy;
 	int pow2_sets;
 	unsigned flags;
+	unsigned kind;          /* how it2_cache.c looks lines up (sa_ref) */
+};
+
+/* One level a data access of one line visits (it2_cache.c: access_slow). */
+struct it2_cache_step {
+	uint8_t level;          /* enum it2_cache_level */
+	uint8_t fill;           /* a miss fills the line */
+	uint8_t stop;           /* a hit stops the access there */
+	uint8_t learn;          /* the fast path's memo learns the line (L1D) */
+};
+
+/* The fast path's guess for a recently used L1D line (it2_cache.c). */
+struct it2_cache_memo {
+	uint32_t l1d;           /* its index in the L1D's lines */
+	uint32_t tlb1;          /* its L1 DTLB entry's index */
+	uint64_t bit;           /* 1 << its way (NRU) */
 };
 
 struct it2_cache {
-	struct it2_cache_config cfg;
+	/* The fast path's (a load within one L1D line, it2_cache.c): */
+	unsigned fast_kind;           /* which one, for the L1D's and L1 DTLB's policies (0: none) */
+	unsigned fast_reject;         /* IT2_ACC_* flags it never takes */
+	unsigned fast_shift;          /* the smaller of L1D's line and the L1 DTLB's page shifts */
+	unsigned memo_shift;          /* 64 - log2(memo's entries) */
+	uint16_t fast_lat[2];         /* L1D's latency for integer, FP loads */
+	/* access_slow's (a data access within one line of every level): */
+	unsigned line_shift_min;      /* the smallest line or page shift of the data levels and DTLBs */
+	unsigned nsteps[4];           /* the levels it visits, by flags & (STORE | FP) */
+	struct it2_cache_step steps[4][3];
+	struct it2_cache_memo *memo;
+	/* The L1 DTLB's most recent entry and (under LRU) the one before it, each
+	 * its number + 1 (0: none) and its index: their LRU stamps may be stale
+	 * (it2_cache.c: t1_lookup). */
+	uint64_t last_page1, prev_page1;
+	uint32_t last_tlb1, prev_tlb1;
 	struct it2_cache_set_array lv[IT2_CACHE_NLEVELS];
 	struct it2_cache_set_array tlb[2];
-	uint64_t last_page1;          /* the last L1 DTLB entry translated + 1 (0: none) */
 	struct it2_cache_counters cnt;
+	struct it2_cache_config cfg;
 };
 
 /* Allocates the model's state (all invalid) for cfg, which it copies.

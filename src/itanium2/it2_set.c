@@ -222,19 +222,13 @@ static unsigned range_pairs(const struct it2_range *r, struct watch_interval *iv
 	return m->ncover;
 }
 
-/* Every access the backend sees (watch_request.observe), on the counting
- * thread, in the hooks: the model sees it, the range's count.  A D-EAR
- * delivery is a signal to this thread, sent last: its handler (PAPI's,
- * then the program's) runs when the hook returns, and may read the record
- * and touch watched data (observed again, as a new access). */
-static void observe(void *arg, uintptr_t addr, size_t size, int store, uintptr_t pc, int counted)
+/* An in-range load while D-EAR events count: the model's outcome decides
+ * whether it qualifies (observe); the positions whose overflow came due. */
+static __attribute__((noinline)) uint32_t observe_dear(struct it2_set *s, uintptr_t addr, unsigned size,
+                                                       unsigned flags, uintptr_t pc)
 {
-	struct it2_set *s = arg;
 	struct it2_cache_outcome out;
-	it2_cache_access(s->model, addr, size ? (unsigned)size : 1,
-	                 (store ? IT2_ACC_STORE : IT2_ACC_LOAD) | (counted ? IT2_ACC_IN_RANGE : 0), &out);
-	if (!s->dear_events || !counted || store)
-		return;
+	it2_cache_access(s->model, addr, size, flags, &out);
 	uint32_t due = 0;
 	for (unsigned i = 0; i < s->nevents; i++) {
 		if (!(s->dear_events & (1u << i)))
@@ -256,8 +250,38 @@ static void observe(void *arg, uintptr_t addr, size_t size, int store, uintptr_t
 	if (due) {
 		atomic_store(&s->ovf.pending_pc, pc);
 		atomic_fetch_or(&s->dear_pending, due);
-		watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), s->ovf.signal); /* raw: errno untouched */
 	}
+	return due;
+}
+
+/* Every access the backend sees (watch_request.observe), on the counting
+ * thread, in the hooks: the model sees it, the range's count.  A D-EAR
+ * delivery is a signal to this thread, sent last: its handler (PAPI's,
+ * then the program's) runs when the hook returns, and may read the record
+ * and touch watched data (observed again, as a new access).
+ *
+ * A signal handler in instrumented code that interrupts the model halfway
+ * through an access would update it again under itself: its accesses are
+ * left out (s->unobserved counts them), the model stays consistent. */
+static void observe(void *arg, uintptr_t addr, size_t size, int store, uintptr_t pc, int counted)
+{
+	struct it2_set *s = arg;
+	const unsigned flags = (store ? IT2_ACC_STORE : IT2_ACC_LOAD) | (counted ? IT2_ACC_IN_RANGE : 0);
+	uint32_t due = 0;
+	if (__builtin_expect(s->in_model, 0)) {
+		s->unobserved++;
+		return;
+	}
+	s->in_model = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(s->dear_events && counted && !store, 0))
+		due = observe_dear(s, addr, size ? (unsigned)size : 1, flags, pc);
+	else
+		it2_cache_access(s->model, addr, size ? (unsigned)size : 1, flags, NULL);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	s->in_model = 0;
+	if (due)
+		watch_sys_tgkill(watch_sys_getpid(), watch_sys_gettid(), s->ovf.signal); /* raw: errno untouched */
 }
 
 /* PAPI_HERITAGE_ITANIUM2_CACHE: itanium2 (the default: the Itanium 2 9M

@@ -67,6 +67,8 @@ struct it2_set {
 	_Atomic uint32_t dear_pending;
 	struct it2_dear_record dear_last;
 	int have_dear_record;
+	volatile int in_model;                   /* observe() is updating the model (a handler's accesses are left out) */
+	uint64_t unobserved;                     /* accesses left out so */
 };
 
 /* Also reads PAPI_HERITAGE_ITANIUM2_MODE; 0 or -EINVAL (bad value). */

@@ -525,6 +525,564 @@ START_TEST(the_host_geometry_comes_from_hwloc)
 }
 END_TEST
 
+/* ---- equivalence with the plain implementation ------------------------------------------- */
+
+/*
+ * The model as first written (it2_cache.c before its fast paths), kept
+ * here as it was but for the names and the error handling (the
+ * configurations below are valid): each set an array ordered most recent
+ * first under LRU (memmove on every use), NRU bits one byte a line, every
+ * lookup a scan of the set.  The optimised model must give the same
+ * outcome for every access and the same counters, for any stream and any
+ * configuration: equivalence_with_the_plain_model runs long pseudo-random
+ * streams through both, for each configuration of equiv_config.
+ */
+struct ref_array {
+	uint64_t *tags;
+	uint8_t *used;
+	uint64_t set_mask;
+	uint32_t sets, ways;
+	unsigned line_shift;
+	enum it2_cache_policy policy;
+	int pow2_sets;
+	unsigned flags;
+};
+
+struct ref_model {
+	struct it2_cache_config cfg;
+	struct ref_array lv[IT2_CACHE_NLEVELS];
+	struct ref_array tlb[2];
+	uint64_t last_page1;
+	struct it2_cache_counters cnt;
+};
+
+static void ref_sa_init(struct ref_array *a, uint64_t size, uint32_t ways, uint32_t line,
+                        enum it2_cache_policy policy, unsigned flags)
+{
+	memset(a, 0, sizeof *a);
+	if (size == 0)
+		return;
+	uint64_t lines = size / line;
+	a->ways = ways ? ways : (uint32_t)lines;
+	a->sets = (uint32_t)(lines / a->ways);
+	a->pow2_sets = (a->sets & (a->sets - 1)) == 0;
+	a->set_mask = a->sets - 1u;
+	a->line_shift = (unsigned)__builtin_ctzll(line);
+	a->policy = policy;
+	a->flags = flags;
+	a->tags = calloc(lines, sizeof *a->tags);
+	ck_assert_ptr_nonnull(a->tags);
+	if (policy == IT2_CACHE_NRU) {
+		a->used = calloc(lines, 1);
+		ck_assert_ptr_nonnull(a->used);
+	}
+}
+
+static void ref_sa_flush(struct ref_array *a)
+{
+	size_t n = (size_t)a->sets * a->ways;
+	if (a->tags)
+		memset(a->tags, 0, n * sizeof *a->tags);
+	if (a->used)
+		memset(a->used, 0, n);
+}
+
+static void ref_nru_use(uint8_t *u, uint32_t n, uint32_t w)
+{
+	u[w] = 1;
+	for (uint32_t i = 0; i < n; i++)
+		if (!u[i])
+			return;
+	memset(u, 0, n);
+	u[w] = 1;
+}
+
+static int ref_sa_ref(struct ref_array *a, uint64_t block, int fill)
+{
+	uint64_t set = a->pow2_sets ? (block & a->set_mask) : (block % a->sets);
+	uint32_t n = a->ways, w;
+	uint64_t *t = a->tags + set * n;
+	uint64_t tag = block + 1;
+
+	if (a->policy == IT2_CACHE_LRU) {
+		if (t[0] == tag)
+			return 1;
+		for (w = 1; w < n; w++)
+			if (t[w] == tag) {
+				memmove(t + 1, t, w * sizeof *t);
+				t[0] = tag;
+				return 1;
+			}
+		if (fill) {
+			memmove(t + 1, t, (n - 1) * sizeof *t);
+			t[0] = tag;
+		}
+		return 0;
+	}
+
+	uint8_t *u = a->used + set * n;
+	for (w = 0; w < n; w++)
+		if (t[w] == tag) {
+			ref_nru_use(u, n, w);
+			return 1;
+		}
+	if (!fill)
+		return 0;
+	for (w = 0; w < n && t[w] != 0; w++)
+		;
+	if (w == n) {
+		for (w = 0; w < n && u[w]; w++)
+			;
+		if (w == n)
+			w = 0;
+	}
+	t[w] = tag;
+	ref_nru_use(u, n, w);
+	return 0;
+}
+
+static int ref_sa_access(struct ref_array *a, uint64_t addr, unsigned size, int fill, unsigned *nlines)
+{
+	uint64_t b = addr >> a->line_shift, last = (addr + size - 1) >> a->line_shift;
+	int hit = ref_sa_ref(a, b, fill);
+	unsigned n = 1;
+	while (b != last) {
+		b++;
+		hit &= ref_sa_ref(a, b, fill);
+		n++;
+	}
+	*nlines = n;
+	return hit;
+}
+
+static void ref_init(struct ref_model *m, const struct it2_cache_config *cfg)
+{
+	memset(m, 0, sizeof *m);
+	m->cfg = *cfg;
+	for (int l = 0; l < IT2_CACHE_NLEVELS; l++) {
+		const struct it2_cache_level_config *c = &cfg->level[l];
+		ref_sa_init(&m->lv[l], c->size, c->ways, c->line, c->policy, c->flags);
+	}
+	for (int t = 0; t < 2; t++) {
+		const struct it2_tlb_config *c = &cfg->dtlb[t];
+		uint32_t page = c->page ? c->page : cfg->page_size;
+		ref_sa_init(&m->tlb[t], (uint64_t)c->entries * page, 0, page, c->policy, 0);
+	}
+}
+
+static void ref_destroy(struct ref_model *m)
+{
+	for (int l = 0; l < IT2_CACHE_NLEVELS; l++) {
+		free(m->lv[l].tags);
+		free(m->lv[l].used);
+	}
+	for (int t = 0; t < 2; t++) {
+		free(m->tlb[t].tags);
+		free(m->tlb[t].used);
+	}
+}
+
+static void ref_flush(struct ref_model *m)
+{
+	for (int l = 0; l < IT2_CACHE_NLEVELS; l++)
+		ref_sa_flush(&m->lv[l]);
+	ref_sa_flush(&m->tlb[0]);
+	ref_sa_flush(&m->tlb[1]);
+	m->last_page1 = 0;
+}
+
+static enum it2_tlb_outcome ref_dtlb_access(struct ref_model *m, uint64_t addr, unsigned size)
+{
+	struct ref_array *t1 = &m->tlb[0], *t2 = &m->tlb[1];
+	uint64_t last = addr + size - 1;
+	enum it2_tlb_outcome worst = IT2_TLB_L1;
+	unsigned n;
+
+	if (t1->tags == NULL) {
+		if (t2->tags == NULL)
+			return IT2_TLB_NONE;
+		return ref_sa_access(t2, addr, size, 1, &n) ? IT2_TLB_L2 : IT2_TLB_HPW;
+	}
+	for (uint64_t e = addr >> t1->line_shift; e <= last >> t1->line_shift; e++) {
+		if (e + 1 == m->last_page1 || ref_sa_ref(t1, e, 1))
+			;
+		else if (t2->tags == NULL || !ref_sa_ref(t2, (e << t1->line_shift) >> t2->line_shift, 1))
+			worst = IT2_TLB_HPW;
+		else if (worst == IT2_TLB_L1)
+			worst = IT2_TLB_L2;
+		m->last_page1 = e + 1;
+	}
+	return worst;
+}
+
+static void ref_access(struct ref_model *m, uint64_t addr, unsigned size, unsigned flags,
+                       struct it2_cache_outcome *out)
+{
+	const int in = (flags & IT2_ACC_IN_RANGE) != 0;
+	const int store = (flags & IT2_ACC_STORE) != 0 && !(flags & IT2_ACC_IFETCH);
+	const int fp = (flags & IT2_ACC_FP) != 0;
+	struct it2_cache_outcome o = { .level = IT2_CACHE_NONE, .tlb = IT2_TLB_NONE };
+	int l;
+
+	if (size == 0)
+		size = 1;
+	if (flags & IT2_ACC_IFETCH) {
+		if (m->lv[IT2_CACHE_L1I].tags == NULL)
+			goto done;
+		l = IT2_CACHE_L1I;
+	} else {
+		o.tlb = (uint8_t)ref_dtlb_access(m, addr, size);
+		switch (o.tlb) {
+		case IT2_TLB_L1: m->cnt.dtlb[in].l1_hits++; break;
+		case IT2_TLB_L2: m->cnt.dtlb[in].l2_hits++; break;
+		case IT2_TLB_HPW: m->cnt.dtlb[in].walks++; break;
+		}
+		l = IT2_CACHE_L1D;
+	}
+
+	o.level = IT2_CACHE_MEM;
+	for (; l < IT2_CACHE_NLEVELS; l = l == IT2_CACHE_L1I ? IT2_CACHE_L2 : l + 1) {
+		struct ref_array *a = &m->lv[l];
+		if (a->tags == NULL || (fp && (a->flags & IT2_LEVEL_INT_ONLY)))
+			continue;
+		unsigned nl;
+		int hit = ref_sa_access(a, addr, size, !(store && (a->flags & IT2_LEVEL_NO_WRITE_ALLOCATE)), &nl);
+		if (o.lines == 0)
+			o.lines = (uint8_t)(nl > 255 ? 255 : nl);
+		struct it2_cache_level_counts *c = &m->cnt.level[l][in];
+		if (flags & IT2_ACC_IFETCH) {
+			if (hit)
+				c->ifetch_hits++;
+			else
+				c->ifetch_misses++;
+		} else if (store) {
+			if (hit)
+				c->write_hits++;
+			else
+				c->write_misses++;
+		} else if (hit) {
+			c->read_hits++;
+		} else {
+			c->read_misses++;
+		}
+		if (hit && !(store && (a->flags & IT2_LEVEL_WRITE_THROUGH))) {
+			o.level = (uint8_t)l;
+			break;
+		}
+	}
+
+	unsigned lat;
+	if (o.level == IT2_CACHE_MEM) {
+		lat = fp ? m->cfg.mem_latency_fp : m->cfg.mem_latency;
+		m->cnt.mem[in]++;
+	} else {
+		lat = fp ? m->cfg.level[o.level].latency_fp : m->cfg.level[o.level].latency;
+	}
+	if (o.tlb == IT2_TLB_L2)
+		lat += m->cfg.dtlb2_penalty;
+	else if (o.tlb == IT2_TLB_HPW)
+		lat += m->cfg.hpw_penalty;
+	o.latency = (uint16_t)(lat > UINT16_MAX ? UINT16_MAX : lat);
+	m->cnt.cycles[in] += o.latency;
+done:
+	if (out)
+		*out = o;
+}
+
+/* xorshift64*: the same stream on every run. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Access flags: mostly integer loads, some stores, FP, instruction fetches;
+ * in range when the address is in the lower half of its MiB (so a stream
+ * walks in and out of the range). */
+static unsigned rnd_flags(uint64_t *s, uint64_t addr, int mostly_loads)
+{
+	unsigned r = (unsigned)(rnd(s) % 100), f = IT2_ACC_LOAD;
+	if (r < (mostly_loads ? 8u : 25u))
+		f = IT2_ACC_STORE;
+	else if (r < (mostly_loads ? 12u : 35u))
+		f = IT2_ACC_FP;
+	else if (r < (mostly_loads ? 14u : 42u))
+		f = IT2_ACC_STORE | IT2_ACC_FP;
+	else if (r < (mostly_loads ? 15u : 47u))
+		f = IT2_ACC_IFETCH;
+	else if (r < (mostly_loads ? 16u : 50u))
+		f = IT2_ACC_IFETCH | IT2_ACC_STORE;   /* a store flag on a fetch: ignored */
+	if (!(addr & (1u << 19)))
+		f |= IT2_ACC_IN_RANGE;
+	return f;
+}
+
+static unsigned rnd_size(uint64_t *s)
+{
+	static const unsigned sizes[] = { 8, 8, 8, 8, 4, 4, 2, 1, 16, 16, 0, 3, 12, 24, 32, 100, 130 };
+	unsigned r = (unsigned)(rnd(s) % 1000);
+	if (r == 0)
+		return 20000;   /* over 255 lines, over pages */
+	if (r < 4)
+		return 5000;
+	return sizes[r % (sizeof sizes / sizeof sizes[0])];
+}
+
+struct equiv_run {
+	struct it2_cache m;
+	struct ref_model r;
+	uint64_t n;        /* accesses so far */
+};
+
+static void equiv_one(struct equiv_run *e, uint64_t addr, unsigned size, unsigned flags)
+{
+	struct it2_cache_outcome a, b;
+	memset(&a, 0xa5, sizeof a);
+	memset(&b, 0x5a, sizeof b);
+	it2_cache_access(&e->m, addr, size, flags, &a);
+	ref_access(&e->r, addr, size, flags, &b);
+	if (a.level != b.level || a.tlb != b.tlb || a.lines != b.lines || a.latency != b.latency)
+		ck_abort_msg("access %llu (addr %#llx size %u flags %#x): level %u/%u tlb %u/%u lines %u/%u latency %u/%u "
+		             "(model/reference)",
+		             (unsigned long long)e->n, (unsigned long long)addr, size, flags, a.level, b.level, a.tlb, b.tlb,
+		             a.lines, b.lines, a.latency, b.latency);
+	if (!(e->n & 1023) || (flags & IT2_ACC_IFETCH)) {   /* now and then: no outcome wanted */
+		it2_cache_access(&e->m, addr, size, flags & ~IT2_ACC_STORE, NULL);
+		ref_access(&e->r, addr, size, flags & ~IT2_ACC_STORE, NULL);
+	}
+	e->n++;
+}
+
+static void equiv_counters(const struct equiv_run *e, const char *when)
+{
+	struct it2_cache_counters c;
+	it2_cache_counters_read(&e->m, &c);
+	if (memcmp(&c, &e->r.cnt, sizeof c) != 0) {
+		const uint64_t *x = (const uint64_t *)&c, *y = (const uint64_t *)&e->r.cnt;
+		for (size_t i = 0; i < sizeof c / sizeof *x; i++)
+			if (x[i] != y[i])
+				ck_abort_msg("%s, after %llu accesses: counter word %zu is %llu, the reference's %llu", when,
+				             (unsigned long long)e->n, i, (unsigned long long)x[i], (unsigned long long)y[i]);
+	}
+}
+
+/* A stream of about n accesses over a region of `span` bytes at BASE:
+ * sequential runs (one stream, or two interleaved as a[i] + b[i], forward
+ * or back, 8 bytes or a line apart), random single accesses, accesses at
+ * the last bytes of lines and pages (straddling), and, half-way, a flush
+ * and a zeroing of the counters. */
+static void equiv_stream(const struct it2_cache_config *cfg, uint64_t n, uint64_t span, uint64_t seed)
+{
+	struct equiv_run *e = calloc(1, sizeof *e);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(it2_cache_init(&e->m, cfg), 0);
+	ref_init(&e->r, cfg);
+	uint64_t s = seed, flushed = 0;
+
+	while (e->n < n) {
+		if (!flushed && e->n >= n / 2) {
+			/* The same line and page just before and after. */
+			uint64_t x = BASE + (rnd(&s) % span);
+			equiv_one(e, x, 8, IT2_ACC_LOAD);
+			equiv_counters(e, "before the flush");
+			it2_cache_flush(&e->m);
+			ref_flush(&e->r);
+			equiv_one(e, x, 8, IT2_ACC_LOAD);
+			if (rnd(&s) & 1) {
+				it2_cache_counters_zero(&e->m);
+				memset(&e->r.cnt, 0, sizeof e->r.cnt);
+			}
+			flushed = 1;
+		}
+		unsigned kind = (unsigned)(rnd(&s) % 18);
+		uint64_t a = BASE + (rnd(&s) % span);
+		if (kind < 6) {            /* one sequential run */
+			uint64_t len = 1 + rnd(&s) % 600;
+			int64_t step = (rnd(&s) % 4 == 0) ? 64 : 8;
+			if (rnd(&s) % 4 == 0)
+				step = -step;
+			unsigned size = (rnd(&s) % 8) ? 8 : rnd_size(&s);
+			a &= ~7ull;
+			for (uint64_t i = 0; i < len; i++, a += (uint64_t)step)
+				equiv_one(e, a, size, rnd_flags(&s, a, 1));
+		} else if (kind < 10) {    /* two interleaved, a[i] + b[i] */
+			uint64_t b = BASE + (rnd(&s) % span), len = 1 + rnd(&s) % 1000;
+			a &= ~7ull;
+			b &= ~7ull;
+			for (uint64_t i = 0; i < len; i++) {
+				equiv_one(e, a + 8 * i, 8, rnd_flags(&s, a + 8 * i, 1));
+				equiv_one(e, b + 8 * i, 8, rnd_flags(&s, b + 8 * i, 1));
+			}
+		} else if (kind < 12) {    /* random, all sizes */
+			for (int i = 0; i < 64; i++) {
+				uint64_t x = BASE + (rnd(&s) % span);
+				equiv_one(e, x, rnd_size(&s), rnd_flags(&s, x, 0));
+			}
+		} else if (kind < 14) {    /* the last bytes of a line or a page */
+			uint64_t gran = (rnd(&s) & 1) ? 64 : 4096;
+			for (int i = 0; i < 16; i++) {
+				uint64_t x = ((a + (uint64_t)i * gran) | (gran - 1)) - rnd(&s) % 8;
+				equiv_one(e, x, rnd_size(&s), rnd_flags(&s, x, 0));
+			}
+		} else if (kind < 16) {    /* a few loads in each of 16 to 160 pages, round and round */
+			uint64_t pages = 16 + rnd(&s) % 145, page = (rnd(&s) & 1) ? 4096 : 16384;
+			uint64_t rounds = 2 + rnd(&s) % 4, per = 1 + rnd(&s) % 4;
+			a &= ~(page - 1);
+			for (uint64_t r = 0; r < rounds; r++)
+				for (uint64_t p = 0; p < pages; p++)
+					for (uint64_t i = 0; i < per; i++) {
+						uint64_t x = a + p * page + 8 * ((r + i) % 8);
+						equiv_one(e, x, 8, rnd_flags(&s, x, 1));
+					}
+		} else {                   /* a small hot set, again and again */
+			uint64_t lines[8];
+			for (int k = 0; k < 8; k++)
+				lines[k] = (BASE + (rnd(&s) % span)) & ~63ull;
+			for (int i = 0; i < 256; i++) {
+				uint64_t x = lines[rnd(&s) % 8] + 8 * (rnd(&s) % 8);
+				equiv_one(e, x, 8, rnd_flags(&s, x, 1));
+			}
+		}
+		if ((e->n & 0xffff) < 64)
+			equiv_counters(e, "during the stream");
+	}
+	equiv_counters(e, "at the end");
+	it2_cache_destroy(&e->m);
+	ref_destroy(&e->r);
+	free(e);
+}
+
+#define MIB (1024u * 1024u)
+
+/* The configurations: the presets, and variants that take every path of
+ * the optimised model (each fast-path kind, none, predictors, NRU masks of
+ * one word and of several, one way, sets not a power of two). */
+static void equiv_config(int which, struct it2_cache_config *cfg, const char **name)
+{
+	switch (which) {
+	case 0:
+		*name = "Madison";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		break;
+	case 1:
+		*name = "cachegrind";
+		it2_cache_preset(cfg, IT2_CACHE_CACHEGRIND);
+		break;
+	case 2:
+		*name = "cachegrind, D1 16 KiB 4-way, LL 768 KiB 12-way";
+		it2_cache_preset(cfg, IT2_CACHE_CACHEGRIND);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 16 * KIB, 4, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L2, 768 * KIB, 12, 64);
+		break;
+	case 3:
+		*name = "cachegrind, D1 48 KiB 12-way, LL 768 KiB 8-way (1536 sets), I1 32 KiB 8-way";
+		it2_cache_preset(cfg, IT2_CACHE_CACHEGRIND);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 48 * KIB, 12, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L2, 768 * KIB, 8, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1I, 32 * KIB, 8, 64);
+		break;
+	case 4:
+		*name = "Madison, all LRU (L1D LRU, L1 DTLB LRU)";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		for (int l = 0; l < IT2_CACHE_NLEVELS; l++)
+			cfg->level[l].policy = IT2_CACHE_LRU;
+		break;
+	case 5:
+		*name = "Madison, L1D LRU, DTLBs NRU (the L2 DTLB's 128 entries: two words)";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->level[IT2_CACHE_L1D].policy = IT2_CACHE_LRU;
+		cfg->dtlb[0].policy = cfg->dtlb[1].policy = IT2_CACHE_NRU;
+		break;
+	case 6:
+		*name = "Madison, DTLBs NRU, L1 DTLB 100 entries, L2 DTLB 70";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].policy = cfg->dtlb[1].policy = IT2_CACHE_NRU;
+		cfg->dtlb[0].entries = 100;
+		cfg->dtlb[1].entries = 70;
+		break;
+	case 7:
+		*name = "Madison, no L1 DTLB (the L2 DTLB only), L1D direct-mapped";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].entries = 0;
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 16 * KIB, 1, 64);
+		break;
+	case 8:
+		*name = "Madison, no DTLB, L1D 2 KiB fully associative (32 ways), L2 16 KiB fully associative NRU (128 ways)";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].entries = cfg->dtlb[1].entries = 0;
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 2 * KIB, 0, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L2, 16 * KIB, 0, 128);
+		break;
+	case 9:
+		*name = "LRU, L1D 4 KiB fully associative (64 ways), L2 12 KiB 6-way, L3 12 KiB 4-way (48 sets), "
+		        "direct-mapped L1I, L1 DTLB 24 entries";
+		it2_cache_preset(cfg, IT2_CACHE_CACHEGRIND);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 4 * KIB, 0, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L2, 12 * KIB, 6, 64);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L3, 12 * KIB, 4, 64);
+		cfg->level[IT2_CACHE_L3].policy = IT2_CACHE_LRU;
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1I, 4 * KIB, 1, 64);
+		cfg->dtlb[0] = (struct it2_tlb_config){ .entries = 24, .page = 4096, .policy = IT2_CACHE_LRU };
+		break;
+	case 10:
+		*name = "Madison, L1D 12 KiB 4-way (48 sets: no fast path), L1D line 128, no L3";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 12 * KIB, 4, 128);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L3, 0, 0, 0);
+		break;
+	case 11:
+		*name = "Madison, L1D lines 8 KiB (larger than the L1 DTLB's 4 KiB pages)";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 64 * KIB, 2, 8192);
+		break;
+	case 12:
+		*name = "Madison, DTLBs NRU (L1D and L1 DTLB NRU)";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].policy = cfg->dtlb[1].policy = IT2_CACHE_NRU;
+		break;
+	case 13:
+		*name = "Madison, L1 DTLB of one entry, L2 DTLB of two";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].entries = 1;
+		cfg->dtlb[1].entries = 2;
+		break;
+	case 14:
+		*name = "Madison, L1 DTLB of two entries, L1D 8 KiB 2-way";
+		it2_cache_preset(cfg, IT2_CACHE_ITANIUM2_MADISON);
+		cfg->dtlb[0].entries = 2;
+		it2_cache_set_geometry(cfg, IT2_CACHE_L1D, 8 * KIB, 2, 64);
+		break;
+	case 15:
+		*name = "host";
+		if (it2_cache_config_host(cfg) != 0) {
+			*name = NULL;
+			return;
+		}
+		/* and a TLB, with sets of one way and of several */
+		cfg->dtlb[0] = (struct it2_tlb_config){ .entries = 64, .page = 0, .policy = IT2_CACHE_LRU };
+		break;
+	}
+}
+
+#define EQUIV_CONFIGS 16
+
+START_TEST(equivalence_with_the_plain_model)
+{
+	struct it2_cache_config cfg;
+	const char *name = NULL;
+	equiv_config(_i, &cfg, &name);
+	if (name == NULL)
+		return;   /* no host geometry here */
+	/* Over 6 MiB (L2 DTLB reach 2 MiB, L3 3 MiB), over 48 MiB (mostly
+	 * misses, walks) and over 1 MiB (mostly hits: the fast path). */
+	equiv_stream(&cfg, 300000, 6 * MIB, 0x9e3779b97f4a7c15ull ^ (uint64_t)_i);
+	equiv_stream(&cfg, 100000, 48 * MIB, 0x243f6a8885a308d3ull + (uint64_t)_i);
+	equiv_stream(&cfg, 100000, 1 * MIB, 0x13198a2e03707344ull + (uint64_t)_i);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("it2_cache");
@@ -547,6 +1105,10 @@ int main(void)
 	tcase_add_test(tc, bad_geometries_are_refused_with_a_reason);
 	tcase_add_test(tc, flush_empties_the_caches_and_zero_the_counters);
 	tcase_add_test(tc, the_host_geometry_comes_from_hwloc);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("equivalence");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, equivalence_with_the_plain_model, 0, EQUIV_CONFIGS);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
