@@ -7,7 +7,8 @@
  * how the accesses are seen is the backend's business:
  *
  *   instrument  code built with the outline sanitizer hooks calls us on every
- *               access (watch_instrument.c);
+ *               access (watch_instrument.c), and with the block hooks at every
+ *               basic block, which counts executed instructions (watch_blocks.c);
  *   breakpoint  x86 debug registers through perf_event_open (watch_breakpoint.c);
  *   pagetrap    protected pages, faults decoded with capstone and stepped
  *               (watch_pagetrap.c); it also counts instructions in code ranges

@@ -23,6 +23,11 @@
  *   poison it (0xff) only over what running sessions watch, so unwatched
  *   accesses cost a load, a compare and a branch, and watched ones a call.
  *
+ * Both flavours (and clang's) also call __sanitizer_cov_trace_pc at every
+ * basic block (-fsanitize-coverage=trace-pc): executed instructions in code
+ * ranges are counted from those (watch_blocks.c); the data hooks below then
+ * count data accesses only when the set has data events too.
+ *
  * Both sets of hooks end in the same test: one compare pair against [lo, hi)
  * in initial-exec TLS (no __tls_get_addr call); everything rarer - several
  * intervals, a code-range filter - goes through `slow`.  The shadow is shared
@@ -44,6 +49,7 @@
 
 #include "common/heritage_error.h"
 #include "watch/watch.h"
+#include "watch/watch_blocks.h"
 #include "watch/watch_instrument_exe.h"
 
 struct instrument_tls {
@@ -260,8 +266,11 @@ void __asan_report_store_n_noabort(uintptr_t a, size_t size) { account(a, size, 
 
 HERITAGE_PUBLIC void papi_heritage_instrument_attach(const struct watch_instrument_exe *e)
 {
-	if (e && e->abi == WATCH_INSTRUMENT_EXE_ABI)
+	/* ABI 2 (no block hook of its own) and 3 share the data hooks' part. */
+	if (e && (e->abi == 2 || e->abi == WATCH_INSTRUMENT_EXE_ABI)) {
 		exe = e;
+		watch_blocks_attach(e);
+	}
 }
 
 /* The executable's hooks hand everything but the plain count over here,
@@ -620,9 +629,12 @@ static int overlaps_own_stack(const struct watch_request *req)
 
 static int instrument_fits(const struct watch_request *req, char *why, size_t len)
 {
+	/* Executed instructions come from the block hooks (watch_blocks.c),
+	 * data accesses made by them from the data hooks, as without them. */
 	if (req->want_code) {
-		snprintf(why, len, "instrumented code reports memory accesses, not executed instructions");
-		return -ENOTSUP;
+		int err = watch_blocks_fits(req, why, len);
+		if (err || !req->want_data)
+			return err;
 	}
 	int hooks = hooks_imported() | (exe ? HOOKS_OUTLINE : 0);
 	if (!hooks) {
@@ -679,6 +691,18 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 	s->priv = NULL;
 	memset(&it.c, 0, sizeof it.c);
 	it.req = *r;
+	if (r->want_code) {
+		int err = watch_blocks_start(r, &it.c.insns, why, len);
+		if (err)
+			return err;
+		if (!r->want_data) {
+			/* Instructions only: the data hooks count nothing. */
+			it.lo = it.hi = 0;
+			it.slow = 0;
+			it.ovf = NULL;
+			return 0;
+		}
+	}
 	if (r->data_all || r->ndata == 0 || r->observe) {
 		/* Every access reaches account_slow when observed. */
 		it.lo = 0;
@@ -700,6 +724,8 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 		int err = shadow_claim_start(s, why, len);
 		if (err) {
 			it.lo = it.hi = 0;
+			if (r->want_code)
+				watch_blocks_stop();
 			return err;
 		}
 	}
@@ -712,6 +738,8 @@ static int instrument_start(struct watch_session *s, char *why, size_t len)
 static void instrument_read(const struct watch_session *s, struct watch_counts *live)
 {
 	(void)s;
+	if (it.req.want_code)
+		watch_blocks_fold();   /* the block hooks' runs into it.c.insns* */
 	*live = it.c;
 }
 
@@ -719,6 +747,8 @@ static void instrument_read(const struct watch_session *s, struct watch_counts *
 static const struct watch_counts *instrument_live(const struct watch_session *s)
 {
 	(void)s;
+	if (it.req.want_code)
+		watch_blocks_fold();
 	return &it.c;
 }
 
@@ -726,6 +756,13 @@ static void instrument_stop(struct watch_session *s)
 {
 	struct watch_counts live;
 
+	if (it.req.want_code)
+		watch_blocks_stop();
+	if (it.req.want_code && !it.req.want_data) {
+		watch_counts_add(&s->acc, &it.c);
+		memset(&it.c, 0, sizeof it.c);
+		return;
+	}
 	box_remove(it.lo, it.hi);
 	it.lo = it.hi = 0;
 	it.ovf = NULL;
@@ -741,6 +778,8 @@ static void instrument_stop(struct watch_session *s)
 static void instrument_reset(struct watch_session *s)
 {
 	(void)s;
+	if (it.req.want_code)
+		watch_blocks_reset();
 	memset(&it.c, 0, sizeof it.c);
 }
 

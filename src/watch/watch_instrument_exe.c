@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 
+#include "watch/watch_blocks_hook.h"
 #include "watch/watch_instrument_exe.h"
 
 static uintptr_t any_lo = UINTPTR_MAX, any_hi;
@@ -51,6 +52,28 @@ void __asan_storeN_noabort(uintptr_t a, size_t size);
 void __asan_loadN_noabort(uintptr_t a, size_t size) { account(a, size, 0, PC()); }
 void __asan_storeN_noabort(uintptr_t a, size_t size) { account(a, size, 1, PC()); }
 
+/* The block hook: libpapi's (watch_blocks.c) with this executable's state. */
+static int blocks_any;
+static __thread struct watch_blocks_thread bt;
+
+void __sanitizer_cov_trace_pc(void);
+void __sanitizer_cov_trace_pc(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&blocks_any, __ATOMIC_RELAXED), 1))
+		return;
+	watch_blocks_hit(&bt, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
+}
+
+static void set_blocks_thread(const struct watch_blocks_thread *t)
+{
+	watch_blocks_view_set(&bt, t);
+}
+
+static void set_blocks_any(int on)
+{
+	__atomic_store_n(&blocks_any, on, __ATOMIC_RELAXED);
+}
+
 static void set_thread(uintptr_t lo, uintptr_t hi, int slow, uint64_t *loads, uint64_t *stores)
 {
 	t.loads = loads ? loads : &discard;
@@ -70,6 +93,9 @@ static const struct watch_instrument_exe exe_hooks = {
 	.abi = WATCH_INSTRUMENT_EXE_ABI,
 	.set_thread = set_thread,
 	.set_union = set_union,
+	.set_blocks_thread = set_blocks_thread,
+	.set_blocks_any = set_blocks_any,
+	.trace_pc = (uintptr_t)__sanitizer_cov_trace_pc,
 };
 
 /* Runs after libpapi's constructors (a library is initialised before the

@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WATCH_INSTRUMENT_EXE_ABI 2
+#define WATCH_INSTRUMENT_EXE_ABI 3
+
+struct watch_blocks_thread;
 
 struct watch_instrument_exe {
 	int abi;
@@ -25,6 +27,13 @@ struct watch_instrument_exe {
 	void (*set_thread)(uintptr_t lo, uintptr_t hi, int slow, uint64_t *loads, uint64_t *stores);
 	/* Every running session's bounds together: the first, cheapest test. */
 	void (*set_union)(uintptr_t lo, uintptr_t hi);
+	/* ABI 3: the block hook (watch_blocks_hook.h).  This thread's table
+	 * (copied; lo = span = 0: none), whether any thread counts, and where
+	 * the executable's __sanitizer_cov_trace_pc is (calls to it are hook
+	 * calls).  An ABI 2 executable has none: its code calls libpapi's. */
+	void (*set_blocks_thread)(const struct watch_blocks_thread *t);
+	void (*set_blocks_any)(int on);
+	uintptr_t trace_pc;
 };
 
 /* In libpapi. */

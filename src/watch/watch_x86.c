@@ -996,3 +996,186 @@ int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const u
 	hit_give(h);
 	return 0;
 }
+
+/* ---- control flow and the stack pointer ------------------------------------- */
+
+static int is_sp(x86_reg r)
+{
+	return r == X86_REG_RSP || r == X86_REG_ESP || r == X86_REG_SP || r == X86_REG_SPL;
+}
+
+static int is_bp(x86_reg r)
+{
+	return r == X86_REG_RBP || r == X86_REG_EBP || r == X86_REG_BP || r == X86_REG_BPL;
+}
+
+/* Whether the instruction writes the register family of `which` (is_sp or
+ * is_bp), explicitly or not. */
+static int writes_family(csh h, const cs_insn *in, int (*which)(x86_reg))
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return 1;
+	for (unsigned i = 0; i < nwr; i++)
+		if (which((x86_reg)wr[i]))
+			return 1;
+	return 0;
+}
+
+/* A stack push or pop of the operand size given by the 0x66 prefix. */
+static int64_t stack_slot(const cs_insn *in)
+{
+	return in->detail->x86.prefix[2] == 0x66 ? 2 : 8;
+}
+
+static void flow_stack(csh h, const cs_insn *in, struct watch_x86_flow *out)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
+	const cs_x86_op *o1 = x->op_count > 1 ? &x->operands[1] : NULL;
+	int dst_sp = o0 && o0->type == X86_OP_REG && is_sp(o0->reg);
+	int dst_bp = o0 && o0->type == X86_OP_REG && is_bp(o0->reg);
+
+	out->sp = WATCH_X86_SP_KEEP;
+	out->rbp = WATCH_X86_RBP_KEEP;
+	switch (in->id) {
+	case X86_INS_PUSH: case X86_INS_PUSHF: case X86_INS_PUSHFQ:
+		out->sp = WATCH_X86_SP_ADD;
+		out->sp_arg = -stack_slot(in);
+		break;
+	case X86_INS_POP:
+		if (dst_sp) {
+			out->sp = WATCH_X86_SP_UNKNOWN;
+			break;
+		}
+		out->sp = WATCH_X86_SP_ADD;
+		out->sp_arg = stack_slot(in);
+		if (dst_bp)
+			out->rbp = WATCH_X86_RBP_OTHER;
+		break;
+	case X86_INS_POPF: case X86_INS_POPFQ:
+		out->sp = WATCH_X86_SP_ADD;
+		out->sp_arg = stack_slot(in);
+		break;
+	case X86_INS_CALL: case X86_INS_RET:
+		break;
+	case X86_INS_LEAVE:
+		out->sp = WATCH_X86_SP_LEAVE;
+		out->rbp = WATCH_X86_RBP_OTHER;
+		break;
+	case X86_INS_SUB: case X86_INS_ADD:
+		if (dst_sp && o0->size == 8 && o1 && o1->type == X86_OP_IMM) {
+			out->sp = WATCH_X86_SP_ADD;
+			out->sp_arg = in->id == X86_INS_ADD ? o1->imm : -o1->imm;
+			return;
+		}
+		break;
+	case X86_INS_LEA:
+		if ((dst_sp || dst_bp) && o0->size == 8 && o1 && o1->type == X86_OP_MEM &&
+		    o1->mem.index == X86_REG_INVALID && o1->mem.segment == X86_REG_INVALID) {
+			if (dst_sp && o1->mem.base == X86_REG_RSP) {
+				out->sp = WATCH_X86_SP_ADD;
+				out->sp_arg = o1->mem.disp;
+				return;
+			}
+			if (dst_sp && o1->mem.base == X86_REG_RBP) {
+				out->sp = WATCH_X86_SP_FROM_RBP;
+				out->sp_arg = o1->mem.disp;
+				return;
+			}
+			if (dst_bp && o1->mem.base == X86_REG_RSP) {
+				out->rbp = WATCH_X86_RBP_FROM_SP;
+				out->rbp_arg = o1->mem.disp;
+				return;
+			}
+		}
+		break;
+	case X86_INS_MOV:
+		if (o0 && o1 && o0->type == X86_OP_REG && o1->type == X86_OP_REG && o0->size == 8) {
+			if (o0->reg == X86_REG_RSP && o1->reg == X86_REG_RBP) {
+				out->sp = WATCH_X86_SP_FROM_RBP;
+				out->sp_arg = 0;
+				return;
+			}
+			if (o0->reg == X86_REG_RBP && o1->reg == X86_REG_RSP) {
+				out->rbp = WATCH_X86_RBP_FROM_SP;
+				out->rbp_arg = 0;
+				return;
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	if (out->sp == WATCH_X86_SP_KEEP && in->id != X86_INS_CALL && in->id != X86_INS_RET &&
+	    writes_family(h, in, is_sp))
+		out->sp = WATCH_X86_SP_UNKNOWN;
+	if (out->rbp == WATCH_X86_RBP_KEEP && writes_family(h, in, is_bp))
+		out->rbp = WATCH_X86_RBP_OTHER;
+}
+
+int watch_x86_flow(const uint8_t *bytes, size_t avail, uint64_t pc, struct watch_x86_flow *out)
+{
+	memset(out, 0, sizeof *out);
+	int h = hit_take();
+	if (h < 0)
+		return -1;
+	const uint8_t *code = bytes;
+	uint64_t addr = pc;
+	cs_insn *in = x86.s.hit_insn[h];
+	if (!x86.s.disasm_iter(x86.s.hit_handle[h], &code, &avail, &addr, in)) {
+		hit_give(h);
+		return -1;
+	}
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
+	uint64_t next = pc + in->size;
+	out->len = in->size;
+	out->kind = WATCH_X86_FLOW_NEXT;
+	out->endbr = in->id == X86_INS_ENDBR64 || in->id == X86_INS_ENDBR32;
+	out->pad = in->id == X86_INS_NOP || in->id == X86_INS_INT3 ||
+	           (in->id == X86_INS_XCHG && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+	            x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg);
+	int direct = o0 && o0->type == X86_OP_IMM;
+	if (o0 && o0->type == X86_OP_MEM && o0->mem.base == X86_REG_RIP && o0->mem.index == X86_REG_INVALID)
+		out->slot = (uintptr_t)(next + (uint64_t)o0->mem.disp);
+	switch (in->id) {
+	case X86_INS_JMP:
+		out->kind = direct ? WATCH_X86_FLOW_JMP : WATCH_X86_FLOW_JMP_INDIRECT;
+		break;
+	case X86_INS_CALL:
+		out->kind = direct ? WATCH_X86_FLOW_CALL : WATCH_X86_FLOW_CALL_INDIRECT;
+		break;
+	case X86_INS_LJMP: case X86_INS_LCALL:
+		out->kind = WATCH_X86_FLOW_STOP; /* far transfers: not in user code we can follow */
+		break;
+	case X86_INS_RET: case X86_INS_RETF: case X86_INS_RETFQ: case X86_INS_IRET: case X86_INS_IRETD:
+	case X86_INS_IRETQ: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
+		out->kind = WATCH_X86_FLOW_RET;
+		break;
+	case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B: case X86_INS_HLT: case X86_INS_INT3:
+	case X86_INS_INT1:
+		out->kind = WATCH_X86_FLOW_STOP;
+		break;
+	case X86_INS_XBEGIN:
+		out->kind = WATCH_X86_FLOW_JCC;
+		break;
+	default:
+		if (is_cond_branch(in->id))
+			out->kind = WATCH_X86_FLOW_JCC;
+		break;
+	}
+	if ((out->kind == WATCH_X86_FLOW_JMP || out->kind == WATCH_X86_FLOW_CALL || out->kind == WATCH_X86_FLOW_JCC)) {
+		if (!direct) {
+			hit_give(h);
+			return -1;
+		}
+		out->target = (uintptr_t)o0->imm;
+	}
+	if (out->kind != WATCH_X86_FLOW_JMP_INDIRECT && out->kind != WATCH_X86_FLOW_CALL_INDIRECT)
+		out->slot = 0;
+	flow_stack(x86.s.hit_handle[h], in, out);
+	hit_give(h);
+	return 0;
+}

@@ -128,6 +128,43 @@ struct watch_x86_pm {
 int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc,
                         struct watch_x86_pm *out);
 
+/* ---- control flow and the stack pointer (the block hooks' analysis,
+ * watch_blocks_cfg.c) ------------------------------------------------------
+ * Where execution can go after the instruction at pc, and what it does to
+ * %rsp and %rbp, from its bytes alone.  Same safety as watch_x86_effect. */
+enum watch_x86_flow_kind {
+	WATCH_X86_FLOW_NEXT,          /* on to pc + len (syscall, int n included) */
+	WATCH_X86_FLOW_JCC,           /* to target or pc + len (jcc, jrcxz, loop*, xbegin) */
+	WATCH_X86_FLOW_JMP,           /* to target */
+	WATCH_X86_FLOW_JMP_INDIRECT,  /* through a register or memory (slot: a rip-relative word) */
+	WATCH_X86_FLOW_CALL,          /* call target, then on to pc + len */
+	WATCH_X86_FLOW_CALL_INDIRECT, /* likewise through a register or memory (slot) */
+	WATCH_X86_FLOW_RET,           /* ret, retf, iret: leaves the function */
+	WATCH_X86_FLOW_STOP,          /* ud2, hlt, int3, int1: does not go on */
+};
+enum watch_x86_sp_effect {
+	WATCH_X86_SP_KEEP,     /* %rsp unchanged (a call's push and the callee's ret cancel out) */
+	WATCH_X86_SP_ADD,      /* %rsp += sp_arg (push: -8, pop: +8, sub $n: -n, lea n(%rsp)) */
+	WATCH_X86_SP_FROM_RBP, /* %rsp = %rbp + sp_arg (mov %rbp,%rsp; lea n(%rbp),%rsp) */
+	WATCH_X86_SP_LEAVE,    /* leave: %rsp = %rbp + 8 */
+	WATCH_X86_SP_UNKNOWN,  /* written any other way (and $-32, sub %rax) */
+};
+enum watch_x86_rbp_effect {
+	WATCH_X86_RBP_KEEP,
+	WATCH_X86_RBP_FROM_SP, /* %rbp = %rsp + rbp_arg (mov %rsp,%rbp; lea n(%rsp),%rbp) */
+	WATCH_X86_RBP_OTHER,   /* written any other way (pop %rbp, leave, a computation) */
+};
+struct watch_x86_flow {
+	unsigned len;
+	uint8_t kind, sp, rbp;
+	int64_t sp_arg, rbp_arg;
+	uintptr_t target;      /* JCC, JMP, CALL */
+	uintptr_t slot;        /* JMP_INDIRECT, CALL_INDIRECT through *disp(%rip): that word's address; else 0 */
+	uint8_t endbr;         /* endbr64 / endbr32 (a PLT entry may begin with one) */
+	uint8_t pad;           /* a nop of any length or an int3: what fills the gaps between functions */
+};
+int watch_x86_flow(const uint8_t *bytes, size_t avail, uint64_t pc, struct watch_x86_flow *out);
+
 /* The pages holding the decoder's state, which must never be watched. */
 void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
 
