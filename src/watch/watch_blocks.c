@@ -157,7 +157,8 @@ void __sanitizer_cov_trace_pc(void)
 }
 /* This definition's own address, whatever the executable interposes. */
 extern void heritage_trace_pc_here(void) __attribute__((alias("__sanitizer_cov_trace_pc"), visibility("hidden")));
-void __asan_handle_no_return(void);
+/* The instrument backend's __asan_handle_no_return (watch_blocks_fits). */
+static uintptr_t no_return_hook;
 
 /* One instruction, so that a signal handler reading the counts on this
  * thread (PAPI's overflow timer) finds them before or after it. */
@@ -670,7 +671,7 @@ void watch_blocks_attach(const struct watch_instrument_exe *e)
 static void set_targets(void)
 {
 	uintptr_t hooks[2] = { (uintptr_t)heritage_trace_pc_here, exe ? exe->trace_pc : 0 };
-	bl_set_hook_targets(hooks, 2, (uintptr_t)__asan_handle_no_return);
+	bl_set_hook_targets(hooks, 2, no_return_hook);
 }
 
 /* A fork while another thread analyses must not leave the lock held in
@@ -709,9 +710,10 @@ static int prepare(const struct watch_request *req, struct bl_table **t, char *w
 	return err;
 }
 
-int watch_blocks_fits(const struct watch_request *req, char *why, size_t len)
+int watch_blocks_fits(const struct watch_request *req, uintptr_t no_return, char *why, size_t len)
 {
 	struct bl_table *t;
+	__atomic_store_n(&no_return_hook, no_return, __ATOMIC_RELAXED);
 	int err = prepare(req, &t, why, len);
 	table_free(err ? NULL : t);
 	return err;

@@ -17,8 +17,11 @@
 /* ------------------------------------------- the backend's interface */
 
 /* 0 if the code in req's code pairs can be counted here, else -ENOTSUP and
- * why (code without the hooks, a block structure the hooks do not resolve). */
-int watch_blocks_fits(const struct watch_request *req, char *why, size_t len);
+ * why (code without the hooks, a block structure the hooks do not resolve).
+ * no_return: the address of the instrument backend's
+ * __asan_handle_no_return (the compilers call it before noreturn calls),
+ * passed in so that this module imports nothing from the backend. */
+int watch_blocks_fits(const struct watch_request *req, uintptr_t no_return, char *why, size_t len);
 /* Count req's code pairs on this thread into count[0..4] (insns and
  * insns_pair[], contiguous in struct watch_counts) until stop. */
 int watch_blocks_start(const struct watch_request *req, uint64_t *count, char *why, size_t len);

@@ -632,7 +632,7 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 	/* Executed instructions come from the block hooks (watch_blocks.c),
 	 * data accesses made by them from the data hooks, as without them. */
 	if (req->want_code) {
-		int err = watch_blocks_fits(req, why, len);
+		int err = watch_blocks_fits(req, (uintptr_t)__asan_handle_no_return, why, len);
 		if (err || !req->want_data)
 			return err;
 	}
