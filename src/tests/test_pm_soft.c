@@ -696,10 +696,13 @@ START_TEST(threads_each_their_own)
 		fprintf(stderr, "  thread %d: %u samples in %.3f s CPU (expected %.0f), %u of another thread\n", i, w[i].n,
 		        w[i].cpu, want, w[i].foreign);
 		ck_assert_uint_eq(w[i].foreign, 0);
-		ck_assert_uint_ge(w[i].n, 5);
-		if (w[i].cpu / w[i].wall >= 0.9)
+		/* Sampled at all; 5 at least where it had its CPU (CI under load:
+		 * 4 in 0.25 s of CPU with the other thread at 44 %). */
+		ck_assert_uint_ge(w[i].n, 1);
+		if (w[i].cpu / w[i].wall >= 0.9) {
+			ck_assert_uint_ge(w[i].n, 5);
 			ck_assert_msg(w[i].n > 0.7 * want && w[i].n < 1.3 * want, "%u samples, expected %.0f", w[i].n, want);
-		else
+		} else
 			fprintf(stderr, "  thread %d had %.0f %% of a CPU: its sample rate is not checked\n", i,
 			        100 * w[i].cpu / w[i].wall);
 	}
