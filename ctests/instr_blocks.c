@@ -198,7 +198,10 @@ static long long against_pagetrap(const char *what, const void *lo, const void *
  * when valgrind cannot run here. */
 static long long callgrind_self(const char *name, long n)
 {
-	char out[] = "/tmp/instr_blocks.callgrind.XXXXXX";
+	/* Where the harness says (TMPDIR), else the system's. */
+	const char *tmp = getenv("TMPDIR");
+	char out[4096];
+	snprintf(out, sizeof out, "%s/instr_blocks.callgrind.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
 	int fd = mkstemp(out);
 	if (fd < 0)
 		return -1;
