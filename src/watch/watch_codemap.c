@@ -41,40 +41,43 @@ static unsigned nobjs, capobjs;
 
 /* ------------------------------------------------------------ DWARF reading */
 
-static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+/* A LEB128 number's 7-bit groups; *shift: the bits it had. */
+static int read_leb(const uint8_t **p, const uint8_t *end, uint64_t *v, unsigned *shift, uint8_t *last)
 {
 	uint64_t r = 0;
-	unsigned shift = 0;
+	*shift = 0;
 	while (*p < end) {
 		uint8_t b = *(*p)++;
-		if (shift < 64)
-			r |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			r |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 		if (!(b & 0x80)) {
 			*v = r;
+			*last = b;
 			return 0;
 		}
 	}
 	return -1;
 }
 
+static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	unsigned shift;
+	uint8_t last;
+	return read_leb(p, end, v, &shift, &last);
+}
+
 static int read_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
 {
-	uint64_t r = 0;
-	unsigned shift = 0;
-	while (*p < end) {
-		uint8_t b = *(*p)++;
-		if (shift < 64)
-			r |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				r |= ~(uint64_t)0 << shift;
-			*v = (int64_t)r;
-			return 0;
-		}
-	}
-	return -1;
+	uint64_t r;
+	unsigned shift;
+	uint8_t last;
+	if (read_leb(p, end, &r, &shift, &last) != 0)
+		return -1;
+	if (shift < 64 && (last & 0x40))
+		r |= ~(uint64_t)0 << shift;
+	*v = (int64_t)r;
+	return 0;
 }
 
 #define PE_OMIT 0xff

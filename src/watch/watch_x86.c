@@ -936,20 +936,30 @@ static void pm_add(struct watch_x86_pm *out, uintptr_t addr, uint32_t size)
 	out->naccess++;
 }
 
+/* One instruction at pc decoded with a handle of its own (async-signal-safe:
+ * hit_take); NULL if none is free or the bytes are not an instruction.  The
+ * caller gives *h back (hit_give). */
+static cs_insn *decode_one(const uint8_t *bytes, size_t avail, uint64_t pc, int *h)
+{
+	*h = hit_take();
+	if (*h < 0)
+		return NULL;
+	cs_insn *in = x86.s.hit_insn[*h];
+	if (!x86.s.disasm_iter(x86.s.hit_handle[*h], &bytes, &avail, &pc, in)) {
+		hit_give(*h);
+		return NULL;
+	}
+	return in;
+}
+
 int watch_x86_pm_decode(const uint8_t *bytes, size_t avail, uint64_t pc, const ucontext_t *uc,
                         struct watch_x86_pm *out)
 {
 	memset(out, 0, sizeof *out);
-	int h = hit_take();
-	if (h < 0)
+	int h;
+	cs_insn *in = decode_one(bytes, avail, pc, &h);
+	if (!in)
 		return -1;
-	const uint8_t *code = bytes;
-	uint64_t addr = pc;
-	cs_insn *in = x86.s.hit_insn[h];
-	if (!x86.s.disasm_iter(x86.s.hit_handle[h], &code, &avail, &addr, in)) {
-		hit_give(h);
-		return -1;
-	}
 	const greg_t *g = uc->uc_mcontext.gregs;
 	uint64_t next = pc + in->size, rsp = (uint64_t)g[REG_RSP];
 	out->len = in->size;
@@ -1118,16 +1128,10 @@ static void flow_stack(csh h, const cs_insn *in, struct watch_x86_flow *out)
 int watch_x86_flow(const uint8_t *bytes, size_t avail, uint64_t pc, struct watch_x86_flow *out)
 {
 	memset(out, 0, sizeof *out);
-	int h = hit_take();
-	if (h < 0)
+	int h;
+	cs_insn *in = decode_one(bytes, avail, pc, &h);
+	if (!in)
 		return -1;
-	const uint8_t *code = bytes;
-	uint64_t addr = pc;
-	cs_insn *in = x86.s.hit_insn[h];
-	if (!x86.s.disasm_iter(x86.s.hit_handle[h], &code, &avail, &addr, in)) {
-		hit_give(h);
-		return -1;
-	}
 	const cs_x86 *x = &in->detail->x86;
 	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
 	uint64_t next = pc + in->size;
