@@ -200,8 +200,9 @@ static long long callgrind_self(const char *name, long n)
 {
 	/* Where the harness says (TMPDIR), else the system's. */
 	const char *tmp = getenv("TMPDIR");
-	char out[4096];
-	snprintf(out, sizeof out, "%s/instr_blocks.callgrind.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
+	char out[1024];
+	if (snprintf(out, sizeof out, "%s/instr_blocks.callgrind.XXXXXX", tmp && *tmp ? tmp : P_tmpdir) >= (int)sizeof out)
+		return -1;
 	int fd = mkstemp(out);
 	if (fd < 0)
 		return -1;
@@ -212,10 +213,13 @@ static long long callgrind_self(const char *name, long n)
 		return -1;
 	exe[k] = 0;
 	char cmd[8192];
-	snprintf(cmd, sizeof cmd,
-	         "valgrind --tool=callgrind --callgrind-out-file=%s --toggle-collect=%s --compress-strings=no "
-	         "--compress-pos=no --skip-plt=no '%s' work %s %ld >/dev/null 2>&1",
-	         out, name, exe, name, n);
+	if (snprintf(cmd, sizeof cmd,
+	             "valgrind --tool=callgrind --callgrind-out-file=%s --toggle-collect=%s --compress-strings=no "
+	             "--compress-pos=no --skip-plt=no '%s' work %s %ld >/dev/null 2>&1",
+	             out, name, exe, name, n) >= (int)sizeof cmd) {
+		unlink(out);
+		return -1;
+	}
 	int rc = system(cmd);
 	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
 		unlink(out);
