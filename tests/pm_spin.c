@@ -56,10 +56,14 @@ static void on_usr1(int sig)
 	_exit(5);
 }
 
+/* The second thread's share of the wall time, as the main thread's. */
+static unsigned thread_share;
 static void *thread(void *arg)
 {
 	(void)arg;
+	uint64_t w0 = cpu_ns(CLOCK_MONOTONIC), c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	spin_thread(100);
+	thread_share = (unsigned)(100 * (cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (cpu_ns(CLOCK_MONOTONIC) - w0 + 1));
 	return NULL;
 }
 
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 	printf("cpu_ns %llu\n", (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID));
 	printf("wall_share %u\n", share);
+	printf("thread_share %u\n", thread_share);
 	printf("spin_main 0x%llx\n", (unsigned long long)((uintptr_t)spin_main - bias));
 	printf("spin_thread 0x%llx\n", (unsigned long long)((uintptr_t)spin_thread - bias));
 	printf("spin_child 0x%llx\n", (unsigned long long)((uintptr_t)spin_child - bias));

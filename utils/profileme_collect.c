@@ -19,7 +19,7 @@
  * so it has no samples and cannot corrupt the parent's; a program started
  * by exec from the program loads us too and stays inert.  The outcome goes
  * to profileme-run through the pipe named by PAPI_HERITAGE_PROFILEME_RUN_FD
- * ("ok <samples> <lost> <threads> <dir>" or "error <why>"), not to the
+ * ("ok <samples> <lost> <threads> <cpu_ns> <dir>" or "error <why>"), not to the
  * program's stderr.
  *
  * Only pthread_create, _exit and _Exit are exported
@@ -157,26 +157,30 @@ static void key_destructor(void *p)
 		detach(p);
 }
 
-static void drain_all(void)
+static void drain_all(int drain)
 {
 	pthread_mutex_lock(&run.lock);
-	for (struct run_thread *rt = run.threads; rt; rt = rt->next)
-		pm_thread_drain(&rt->t, add, NULL);
+	for (struct run_thread *rt = run.threads; rt; rt = rt->next) {
+		pm_thread_nudge(&rt->t);
+		if (drain)
+			pm_thread_drain(&rt->t, add, NULL);
+	}
 	pthread_mutex_unlock(&run.lock);
 }
 
 static void finish(void);
 
-/* Drains every 50 ms; on a finish request (our _exit) writes the profile
- * itself, so the thread calling _exit, which may be in a signal handler
- * holding a lock we need, only waits, for a bounded time. */
+/* Nudges every 10 ms (pm_thread_nudge: a thread whose CPU-time timer the
+ * kernel passed over), drains every 50 ms; on a finish request (our _exit)
+ * writes the profile itself, so the thread calling _exit, which may be in a
+ * signal handler holding a lock we need, only waits, for a bounded time. */
 static void *collector(void *arg)
 {
 	(void)arg;
-	for (;;) {
+	for (unsigned round = 1;; round++) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000 * 1000;
+		ts.tv_nsec += 10 * 1000 * 1000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -189,7 +193,7 @@ static void *collector(void *arg)
 		}
 		if (run.stopping)
 			return NULL;
-		drain_all();
+		drain_all(round % 5 == 0);
 	}
 }
 
@@ -307,8 +311,14 @@ static void finish(void)
 		report("warn %" PRIu64 " thread(s) not sampled: %s", run.failed, run.fail_why);
 	if (err)
 		report("error %s", why);
-	else
-		report("ok %" PRIu64 " %" PRIu64 " %" PRIu64 " %s", run.samples, run.lost, run.nthreads, dir);
+	else {
+		/* The process's CPU time, for profileme-run to set the samples
+		 * against (a loaded machine's ticks miss threads). */
+		struct timespec cpu;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		report("ok %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s", run.samples, run.lost, run.nthreads,
+		       (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec, dir);
+	}
 }
 
 __attribute__((destructor)) static void run_fini(void)
