@@ -27,7 +27,18 @@
  *   term-blocked                the child blocks SIGTERM: it stays pending
  *                               and is not delivered (the parent's later
  *                               SIGINT stops the loop); the count is exact.
- * Usage: range_signals MODE
+ * Usage: range_signals MODE.  The backend is PAPI_HERITAGE_ITANIUM2_BACKEND's
+ * (pagetrap by default).
+ *
+ * Built with the instrument flags (ctests/range_signals_instr), the loop and
+ * the handler are C (rs_until_c, rs_handler_c) and the instrument backend
+ * counts them from their block hooks; their instruction counts are the
+ * compiler's, so the child first measures them with the same event set: a
+ * loop stopped by the flag at iteration 1, loops run to 1000 and 2000
+ * iterations, one call of the handler.  The counts around the signal must
+ * follow from those.  (gcc 12 here: 18, 8 per iteration, 3 at max, 5 for
+ * the handler, as objdump of the binary shows them, the hook calls and
+ * their set-up included.)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -84,6 +95,47 @@ __asm__(".text\n"
         "rs_flag:\n"
         "	.long 0\n"
         ".text\n");
+
+#if HERITAGE_TEST_INSTRUMENTED
+/* Laid out in this order (-fno-toplevel-reorder): each *_end follows. */
+/* A while, not a do-while: gcc's entry block then ends in the test, with a
+ * block hook before it (a do-while's entry block jumps into the loop with
+ * no hook of its own, which the block hooks cannot count). */
+__attribute__((noinline)) long rs_until_c(const volatile int *flag, long max)
+{
+	long k = 1;
+	while (!*flag && k < max)
+		k++;
+	return k;
+}
+
+__attribute__((noinline)) void rs_until_c_end(void)
+{
+	__asm__ volatile("");
+}
+
+__attribute__((noinline)) void rs_handler_c(int sig)
+{
+	(void)sig;
+	rs_flag = 1;
+}
+
+__attribute__((noinline)) void rs_handler_c_end(void)
+{
+	__asm__ volatile("");
+}
+#define RS_LOOP rs_until_c
+#define RS_LOOP_END ((const char *)(void *)rs_until_c_end)
+#define RS_HANDLER rs_handler_c
+#define RS_HANDLER_END ((const char *)(void *)rs_handler_c_end)
+#define RS_BACKEND "instrument"
+#else
+#define RS_LOOP rs_until
+#define RS_LOOP_END rs_until_end
+#define RS_HANDLER rs_handler
+#define RS_HANDLER_END rs_handler_end
+#define RS_BACKEND "pagetrap"
+#endif
 
 #define LOOP_MAX (1L << 40) /* never reached: hours of stepping */
 #define SEND_AFTER_NS 200000000LL
@@ -152,7 +204,7 @@ static void *sender(void *arg)
 	return NULL;
 }
 
-/* An event set counting the range [rs_until, end), started. */
+/* An event set counting the range [RS_LOOP, end), started. */
 static int start_set(const char *end)
 {
 	int set = PAPI_NULL;
@@ -160,7 +212,7 @@ static int start_set(const char *end)
 	CHECK_PAPI(PAPI_create_eventset(&set));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::IA64_INST_RETIRED:exact=1"));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::IA64_TAGGED_INST_RETIRED_IBRP0_PMC8:exact=1"));
-	CHECK_PAPI(heritage_test_range(set, PAPI_INSTR_ADDRESS, (void *)rs_until, end, &opt));
+	CHECK_PAPI(heritage_test_range(set, PAPI_INSTR_ADDRESS, (void *)RS_LOOP, end, &opt));
 	EXPECT_EQ("exact start_off", opt.addr.start_off, 0);
 	EXPECT_EQ("exact end_off", opt.addr.end_off, 0);
 	CHECK_PAPI(PAPI_start(set));
@@ -174,6 +226,56 @@ static void stop_set(int set, long long v[2])
 	CHECK_PAPI(PAPI_destroy_eventset(&set));
 }
 
+/* Instructions in the range of a loop stopped after k iterations (by the
+ * flag, or at max), and of one run of the handler. */
+static long long per_iteration, flag_at_1, max_extra, handler_insns = 2;
+
+static long long loop_insns(long k)
+{
+	return k < LOOP_MAX ? flag_at_1 + per_iteration * (k - 1) : flag_at_1 + per_iteration * (k - 1) + max_extra;
+}
+
+#if HERITAGE_TEST_INSTRUMENTED
+static long long count_one(const char *end, long max, int flag, int handler)
+{
+	long long v[2];
+	rs_flag = flag;
+	int set = start_set(end);
+	if (handler)
+		RS_HANDLER(0);
+	else
+		RS_LOOP(&rs_flag, max);
+	stop_set(set, v);
+	rs_flag = 0;
+	EXPECT_EQ("IBRP0 as IA64_INST_RETIRED", v[1], v[0]);
+	return v[0];
+}
+
+static void measure_counts(void)
+{
+	flag_at_1 = count_one(RS_LOOP_END, LOOP_MAX, 1, 0);
+	long long c1000 = count_one(RS_LOOP_END, 1000, 0, 0), c2000 = count_one(RS_LOOP_END, 2000, 0, 0);
+	per_iteration = (c2000 - c1000) / 1000;
+	EXPECT_EQ("a loop of 2000 iterations against 1000", c2000 - c1000, per_iteration * 1000);
+	max_extra = c1000 - (flag_at_1 + per_iteration * 999);
+	handler_insns = count_one(RS_HANDLER_END, 0, 0, 1);
+	printf("the C loop here: %lld instructions stopped at iteration 1, %lld per iteration, %lld more at its end; "
+	       "the handler %lld\n", flag_at_1, per_iteration, max_extra, handler_insns);
+	EXPECT(per_iteration > 0 && handler_insns > 0, "no instructions counted in the C loop or handler");
+}
+#else
+/* rs_until: xor, then per iteration add, cmpl, jne, cmp, jb (5); stopped
+ * by the flag after the k-th: 5k (its cmp/jb not run, the ret run); at max:
+ * 5k + 2. */
+static void measure_counts(void)
+{
+	per_iteration = 5;
+	flag_at_1 = 5;
+	max_extra = 2;
+	handler_insns = 2;
+}
+#endif
+
 /* The second thread of threads-handler: counts the range and loops in it
  * too, until the same flag stops it. */
 static pthread_barrier_t both_started;
@@ -184,9 +286,9 @@ static void *second_looper(void *arg)
 {
 	(void)arg;
 	CHECK_PAPI(PAPI_register_thread());
-	int set = start_set(rs_until_end);
+	int set = start_set(RS_LOOP_END);
 	pthread_barrier_wait(&both_started);
-	second_k = rs_until(&rs_flag, LOOP_MAX);
+	second_k = RS_LOOP(&rs_flag, LOOP_MAX);
 	stop_set(set, second_v);
 	CHECK_PAPI(PAPI_unregister_thread());
 	return NULL;
@@ -199,13 +301,14 @@ static int child(const struct mode *m, int ready_fd, int t0_fd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	heritage_test_init();
-	/* Instruction ranges are single-stepped: only the pagetrap backend counts them. */
-	heritage_test_require_backend("itanium2", "pagetrap");
+	const char *backend = getenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	heritage_test_require_backend("itanium2", backend ? backend : RS_BACKEND);
+	measure_counts();
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = m->handler == 0 ? SIG_DFL : m->handler == 1 ? on_signal : rs_handler;
+	sa.sa_handler = m->handler == 0 ? SIG_DFL : m->handler == 1 ? on_signal : RS_HANDLER;
 	sa.sa_flags = SA_RESTART;
 	sigaction(m->sig, &sa, NULL);
 	sigset_t block;
@@ -233,7 +336,7 @@ static int child(const struct mode *m, int ready_fd, int t0_fd)
 		fprintf(stderr, "pthread_create failed\n");
 		return 1;
 	}
-	int set = start_set(m->handler == 2 ? rs_handler_end : rs_until_end);
+	int set = start_set(m->handler == 2 ? RS_HANDLER_END : RS_LOOP_END);
 	/* Ready before the barrier: past it, whichever thread enters the range
 	 * first steps through it and parks the other (one window at a time)
 	 * until the signal ends that window. */
@@ -242,7 +345,7 @@ static int child(const struct mode *m, int ready_fd, int t0_fd)
 	if (m->two)
 		pthread_barrier_wait(&both_started);
 	sem_post(&looping);
-	long k = rs_until(&rs_flag, LOOP_MAX);
+	long k = RS_LOOP(&rs_flag, LOOP_MAX);
 	long long stopped = now_ns();
 	stop_set(set, v);
 
@@ -254,9 +357,9 @@ static int child(const struct mode *m, int ready_fd, int t0_fd)
 		fprintf(stderr, "no send time from the parent\n");
 		return 1;
 	}
-	long long want = k < LOOP_MAX ? 5LL * k : 5LL * k + 2;
+	long long want = loop_insns(k);
 	if (m->handler == 2)
-		want += 2; /* the handler's movl and ret, inside the range */
+		want += handler_insns; /* the handler's, inside the range */
 	printf("%s: %s stopped the loop %.1f ms after it was sent, after %ld iterations; IA64_INST_RETIRED %lld, "
 	       "IBRP0 %lld (want %lld)\n", m->name, strsignal(m->sig), (stopped - sent) / 1e6, k, v[0], v[1], want);
 	EXPECT(k < LOOP_MAX, "the loop ran to its end: the flag was never seen");
@@ -274,7 +377,7 @@ static int child(const struct mode *m, int ready_fd, int t0_fd)
 	}
 	if (m->two) {
 		pthread_join(second, NULL);
-		long long want2 = second_k < LOOP_MAX ? 5LL * second_k : 5LL * second_k + 2;
+		long long want2 = loop_insns(second_k);
 		printf("%s: the second thread stopped after %ld iterations; IA64_INST_RETIRED %lld, IBRP0 %lld (want "
 		       "%lld)\n", m->name, second_k, second_v[0], second_v[1], want2);
 		EXPECT(second_k < LOOP_MAX, "the second thread's loop ran to its end");
