@@ -10,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/heritage_env.h"
@@ -114,17 +113,6 @@ void pm_thread_nudge(struct pm_thread *t)
 {
 	if (t->backend && t->running && pm_ops(t)->nudge)
 		pm_ops(t)->nudge(t);
-}
-
-uint64_t pm_thread_cpu_ns(int tid)
-{
-	/* The kernel's per-thread CPU clock id (MAKE_THREAD_CPUCLOCK(tid,
-	 * CPUCLOCK_SCHED)), readable by every thread of the group. */
-	clockid_t c = (clockid_t)(((unsigned)~tid << 3) | 4 | 2);
-	struct timespec ts;
-	if (clock_gettime(c, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void drop(void *arg, const struct pm_sample *s)

@@ -86,9 +86,6 @@ long pm_thread_drain(struct pm_thread *t, pm_sample_fn fn, void *arg);
  * 0 expiries delivered in 1 run of 15, the timer due all along); a signal
  * of our own reaches it at its next instruction, wherever it runs. */
 void pm_thread_nudge(struct pm_thread *t);
-/* The CPU time (ns) of thread tid of this process, from any of its
- * threads; 0 if it cannot be read. */
-uint64_t pm_thread_cpu_ns(int tid);
 /* Stop, drain the rest to fn (may be NULL: dropped), release. */
 void pm_thread_stop(struct pm_thread *t, pm_sample_fn fn, void *arg);
 

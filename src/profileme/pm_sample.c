@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 const struct pm_field_info pm_fields[PM_NFIELDS] = {
 	[PM_RETIRED] = { .name = "retired", .kind = PM_KIND_BIT,
@@ -128,4 +129,15 @@ int pm_ring_pop(struct pm_ring *r, struct pm_sample *s)
 	*s = r->slot[tail & (r->size - 1)];
 	__atomic_store_n(&r->tail, tail + 1, __ATOMIC_RELEASE);
 	return 1;
+}
+
+uint64_t pm_thread_cpu_ns(int tid)
+{
+	/* The kernel's per-thread CPU clock id (MAKE_THREAD_CPUCLOCK(tid,
+	 * CPUCLOCK_SCHED)), readable by every thread of the group. */
+	clockid_t c = (clockid_t)(((unsigned)~tid << 3) | 4 | 2);
+	struct timespec ts;
+	if (clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

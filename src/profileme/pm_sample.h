@@ -113,6 +113,9 @@ struct pm_ring {
 
 /* mmap'ed, so a handler never allocates: 0 or -errno. */
 int pm_ring_init(struct pm_ring *r, uint32_t size);
+/* The CPU time (ns) of thread tid of this process, from any of its
+ * threads (a collector's, pm_thread_nudge); 0 if it cannot be read. */
+uint64_t pm_thread_cpu_ns(int tid);
 void pm_ring_free(struct pm_ring *r);
 /* Async-signal-safe.  0, or -ENOSPC (counted in lost). */
 int pm_ring_push(struct pm_ring *r, const struct pm_sample *s);
