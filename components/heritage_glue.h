@@ -41,14 +41,59 @@ static inline int heritage_papi_error(int neg_errno)
 	}
 }
 
-/* Print libheritage's message the way PAPI prints its own errors (PAPIERROR
- * prints when the PAPI debug level or PAPI_VERBOSE asks) and return the code. */
-static inline int heritage_papi_fail(int neg_errno)
+/* The result of an op that asked libheritage: on failure print its message
+ * the way PAPI prints its own errors (PAPIERROR prints when the PAPI debug
+ * level or PAPI_VERBOSE asks); on success clear it, so that
+ * papi_heritage_last_error() never shows an old call's reason after one
+ * that worked (issue 15) -- except for PAPI's own clean-up inside a failed
+ * call, which must keep that call's reason: after a failed update PAPI calls
+ * update again with the events it had before ("re-establish the control
+ * state after the previous error", papi_internal.c), and after a failed
+ * start it calls stop (papi.c).  Per thread; each component's copy of this
+ * header has its own, as PAPI's clean-up is the same component's. */
+enum heritage_glue_op { HERITAGE_GLUE_OTHER, HERITAGE_GLUE_UPDATE, HERITAGE_GLUE_START, HERITAGE_GLUE_STOP };
+static __thread enum heritage_glue_op heritage_glue_failed;
+
+static inline int heritage_papi_result(enum heritage_glue_op op, int neg_errno)
 {
 	int code = heritage_papi_error(neg_errno);
 
-	if (code != PAPI_OK && heritage_last_error()[0] != '\0')
-		PAPIERROR("%s", (char *)heritage_last_error());
+	if (code != PAPI_OK) {
+		heritage_glue_failed = op;
+		if (heritage_last_error()[0] != '\0')
+			PAPIERROR("%s", (char *)heritage_last_error());
+		return code;
+	}
+	enum heritage_glue_op failed = heritage_glue_failed;
+	heritage_glue_failed = HERITAGE_GLUE_OTHER;
+	if ((op == HERITAGE_GLUE_UPDATE && failed == HERITAGE_GLUE_UPDATE) ||
+	    (op == HERITAGE_GLUE_STOP && failed == HERITAGE_GLUE_START))
+		return PAPI_OK;
+	heritage_clear_error();
+	return PAPI_OK;
+}
+
+static inline int heritage_papi_fail(int neg_errno)
+{
+	return heritage_papi_result(HERITAGE_GLUE_OTHER, neg_errno);
+}
+
+/* update_control_state's and stop's results. */
+static inline int heritage_papi_update(int neg_errno)
+{
+	return heritage_papi_result(HERITAGE_GLUE_UPDATE, neg_errno);
+}
+
+static inline int heritage_papi_stop(int neg_errno)
+{
+	return heritage_papi_result(HERITAGE_GLUE_STOP, neg_errno);
+}
+
+/* The end of start: its PAPI code, whichever step inside it failed. */
+static inline int heritage_papi_started(int code)
+{
+	if (code != PAPI_OK)
+		heritage_glue_failed = HERITAGE_GLUE_START;
 	return code;
 }
 

@@ -13,7 +13,8 @@ extern "C" {
 
 /* The message for the last thing a heritage component refused in this
  * thread ("" if none): what was wrong and what to do.  PAPI's own calls
- * return only the code (PAPI_EINVAL, PAPI_ECNFLCT, ...). */
+ * return only the code (PAPI_EINVAL, PAPI_ECNFLCT, ...).  A PAPI call that a
+ * heritage component then serves successfully clears it. */
 const char *papi_heritage_last_error(void);
 
 /* Where an event's value comes from on the running machine (DESIGN.md). */

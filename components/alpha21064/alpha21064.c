@@ -87,11 +87,10 @@ static int alpha_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *na
 	for (int i = 0; i < count && i <= ALPHA_NCOUNTERS; i++)
 		codes[i] = (unsigned)native[i].ni_event;
 	int err = alpha_set_events(&c->set, codes, (unsigned)count);
-	if (err)
-		return heritage_papi_fail(err);
-	for (int i = 0; i < count; i++)
-		native[i].ni_position = i;
-	return PAPI_OK;
+	if (!err)
+		for (int i = 0; i < count; i++)
+			native[i].ni_position = i;
+	return heritage_papi_update(err);
 }
 
 /* A handler call is due (alpha_set_deliver, in the signal handler that
@@ -121,14 +120,14 @@ static int alpha_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	alpha_context_t *t = ctx;
 	alpha_control_t *c = ctl;
 	c->set.dispatch = alpha_dispatch;
-	return heritage_papi_fail(alpha_set_start(&c->set, &t->cpu));
+	return heritage_papi_started(heritage_papi_fail(alpha_set_start(&c->set, &t->cpu)));
 }
 
 static int alpha_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	alpha_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(alpha_set_stop(&c->set));
+	return heritage_papi_stop(alpha_set_stop(&c->set));
 }
 
 /* What the OS could know: interrupts x 2^width (alpha21064(3), "Reading"). */

@@ -71,12 +71,13 @@ static int imc_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	(void)ctx;
 
 	if (count > IMC_MAX_EVENTS)
-		return PAPI_ECNFLCT;
+		return heritage_papi_update(
+		        heritage_fail(-EBUSY, "imc: at most %d events in one event set", IMC_MAX_EVENTS));
 	for (int i = 0; i < count; i++) {
 		codes[i] = (unsigned)native[i].ni_event;
 		native[i].ni_position = i;
 	}
-	return heritage_papi_fail(imc_set_events(&c->set, codes, (unsigned)count));
+	return heritage_papi_update(imc_set_events(&c->set, codes, (unsigned)count));
 }
 
 /* Overflow and profiling (hardware_intr): trace_cycles hands its records
@@ -134,18 +135,18 @@ static int imc_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	int polled = imc_set_overflow_polled(&c->set);
 	int rc = heritage_own_overflow_start(&_imc_vector, polled, polled, &c->ovf);
 	if (rc != PAPI_OK)
-		return rc;
+		return heritage_papi_started(rc);
 	rc = heritage_papi_fail(imc_set_start(&c->set));
 	if (rc != PAPI_OK)
 		heritage_own_overflow_stop(&c->ovf);
-	return rc;
+	return heritage_papi_started(rc);
 }
 
 static int imc_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	imc_control_t *c = ctl;
 	(void)ctx;
-	int rc = heritage_papi_fail(imc_set_stop(&c->set));
+	int rc = heritage_papi_stop(imc_set_stop(&c->set));
 	heritage_own_overflow_stop(&c->ovf);
 	if (rc == PAPI_OK)
 		heritage_stop_values(&_imc_vector, c, c->set.values);

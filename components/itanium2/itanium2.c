@@ -72,12 +72,13 @@ static int it2_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	(void)ctx;
 
 	if (count > IT2_MAX_EVENTS)
-		return PAPI_ECNFLCT;
+		return heritage_papi_update(
+		        heritage_fail(-EBUSY, "itanium2: at most %d events in one event set", IT2_MAX_EVENTS));
 	for (int i = 0; i < count; i++) {
 		codes[i] = (unsigned)native[i].ni_event;
 		native[i].ni_position = i;
 	}
-	return heritage_papi_fail(it2_set_events(&c->set, codes, (unsigned)count));
+	return heritage_papi_update(it2_set_events(&c->set, codes, (unsigned)count));
 }
 
 /* The component's own overflow (hardware_intr): data-range events deliver
@@ -96,11 +97,11 @@ static int it2_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	(void)ctx;
 	int rc = it2_overflow_start(c);
 	if (rc != PAPI_OK)
-		return rc;
+		return heritage_papi_started(rc);
 	rc = heritage_papi_fail(it2_set_start(&c->set));
 	if (rc != PAPI_OK)
 		heritage_own_overflow_stop(&c->ovf);
-	return rc;
+	return heritage_papi_started(rc);
 }
 
 static int it2_set_overflow_op(EventSetInfo_t *ESI, int EventIndex, int threshold)
@@ -144,7 +145,7 @@ static int it2_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	it2_control_t *c = ctl;
 	(void)ctx;
-	int rc = heritage_papi_fail(it2_set_stop(&c->set));
+	int rc = heritage_papi_stop(it2_set_stop(&c->set));
 	if (rc == PAPI_OK)
 		heritage_own_overflow_stop(&c->ovf);
 	return rc;

@@ -68,12 +68,13 @@ static int rpm_update_control_state(hwd_control_state_t *ctl, NativeInfo_t *nati
 	(void)ctx;
 
 	if (count > RPM_MAX_EVENTS)
-		return PAPI_ECNFLCT;
+		return heritage_papi_update(
+		        heritage_fail(-EBUSY, "paragon_rpm: at most %d events in one event set", RPM_MAX_EVENTS));
 	for (int i = 0; i < count; i++) {
 		codes[i] = (unsigned)native[i].ni_event;
 		native[i].ni_position = i;
 	}
-	return heritage_papi_fail(rpm_set_events(&c->set, codes, (unsigned)count));
+	return heritage_papi_update(rpm_set_events(&c->set, codes, (unsigned)count));
 }
 
 /* What PAPI's software overflow cannot compare (heritage_sw_overflow_check). */
@@ -97,8 +98,8 @@ static int rpm_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	(void)ctx;
 	int rc = heritage_sw_overflow_check(&_paragon_rpm_vector, ctl, rpm_overflow_refusal);
 	if (rc != PAPI_OK)
-		return rc;
-	return heritage_papi_fail(rpm_set_start(&c->set));
+		return heritage_papi_started(rc);
+	return heritage_papi_started(heritage_papi_fail(rpm_set_start(&c->set)));
 }
 
 /* Every overflow here is PAPI's software one (no hardware interrupts): the
@@ -113,7 +114,7 @@ static int rpm_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
-	return heritage_papi_fail(rpm_set_stop(&c->set)); /* the FP trap mode ends with the counting */
+	return heritage_papi_stop(rpm_set_stop(&c->set)); /* the FP trap mode ends with the counting */
 }
 
 static int rpm_read(hwd_context_t *ctx, hwd_control_state_t *ctl, long long **values, int flags)

@@ -78,12 +78,13 @@ static int profileme_update_control_state(hwd_control_state_t *ctl, NativeInfo_t
 	(void)ctx;
 
 	if (count > PM_SET_MAX_EVENTS)
-		return PAPI_ECNFLCT;
+		return heritage_papi_update(
+		        heritage_fail(-EBUSY, "profileme: at most %d events in one event set", PM_SET_MAX_EVENTS));
 	for (int i = 0; i < count; i++) {
 		codes[i] = (unsigned)native[i].ni_event;
 		native[i].ni_position = i;
 	}
-	return heritage_papi_fail(pm_eventset_set(&c->set, codes, (unsigned)count));
+	return heritage_papi_update(pm_eventset_set(&c->set, codes, (unsigned)count));
 }
 
 /* Overflow and profiling (hardware_intr): a sample that takes an event
@@ -135,11 +136,11 @@ static int profileme_start(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	int polled = pm_eventset_overflowing(&c->set);
 	int rc = heritage_own_overflow_start(&_profileme_vector, polled, polled, &c->ovf);
 	if (rc != PAPI_OK)
-		return rc;
+		return heritage_papi_started(rc);
 	rc = heritage_papi_fail(pm_eventset_start(&c->set));
 	if (rc != PAPI_OK)
 		heritage_own_overflow_stop(&c->ovf);
-	return rc;
+	return heritage_papi_started(rc);
 }
 
 static int profileme_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
@@ -147,7 +148,7 @@ static int profileme_stop(hwd_context_t *ctx, hwd_control_state_t *ctl)
 	profileme_control_t *c = ctl;
 	(void)ctx;
 	heritage_own_overflow_stop(&c->ovf);
-	int rc = heritage_papi_fail(pm_eventset_stop(&c->set));
+	int rc = heritage_papi_stop(pm_eventset_stop(&c->set));
 	if (rc == PAPI_OK)
 		heritage_stop_values(&_profileme_vector, c, c->set.values);
 	return rc;

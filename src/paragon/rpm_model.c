@@ -199,33 +199,58 @@ int rpm_parse_stat(const char *text, struct rpm_host_sample *s)
 	return found ? 0 : -1;
 }
 
-/* Static scratch, not stack: this runs in the fault handler, maybe on a
- * small alternate signal stack; callers serialise (the page lock). */
-static unsigned cols[RPM_MAX_CPUS];
-static uint64_t row[RPM_MAX_CPUS];
+/* The header's next column: its CPU's OS index (RPM_MAX_CPUS for one past
+ * the table: read, not counted), or -1 at the header's end. */
+static long next_column(const char **h)
+{
+	while (**h == ' ')
+		(*h)++;
+	if (strncmp(*h, "CPU", 3) != 0)
+		return -1;
+	*h += 3;
+	uint64_t cpu = number(h);
+	return cpu < RPM_MAX_CPUS ? (long)cpu : RPM_MAX_CPUS;
+}
 
+/* Walks a row's numbers beside the header's columns; adds them to s when
+ * add is set.  Returns how many of the ncols columns have a number. */
+static unsigned row_numbers(const char *q, const char *header, unsigned ncols, struct rpm_host_sample *s, int add)
+{
+	unsigned got = 0;
+	const char *h = header;
+	while (got < ncols) {
+		while (*q == ' ')
+			q++;
+		if (!isdigit((unsigned char)*q))
+			break;
+		uint64_t v = number(&q);
+		long cpu = next_column(&h);
+		if (add && cpu >= 0 && cpu < RPM_MAX_CPUS)
+			s->interrupts[cpu] += v;
+		got++;
+	}
+	return got;
+}
+
+/* No scratch memory, static or on the stack (it runs in the fault handler,
+ * maybe on a small alternate signal stack, and 1024 columns would not fit
+ * there): each row is walked twice beside the header, once to see it has a
+ * number in every column, once to add them.  Reentrant. */
 int rpm_parse_interrupts(const char *text, struct rpm_host_sample *s)
 {
 	unsigned ncols = 0;
-	const char *p = text;
+	const char *h = text;
+	long cpu;
 
 	/* Header: "CPU0 CPU1 ..." for the online CPUs only. */
-	for (const char *q = p; *q && *q != '\n';) {
-		while (*q == ' ')
-			q++;
-		if (strncmp(q, "CPU", 3) != 0)
-			break;
-		q += 3;
-		uint64_t cpu = number(&q);
-		if (ncols < RPM_MAX_CPUS)
-			cols[ncols++] = cpu < RPM_MAX_CPUS ? (unsigned)cpu : RPM_MAX_CPUS;
+	while ((cpu = next_column(&h)) >= 0) {
+		if (cpu < RPM_MAX_CPUS)
+			s->interrupts[cpu] = 0;
+		ncols++;
 	}
 	if (!ncols)
 		return -1;
-	for (unsigned i = 0; i < ncols; i++)
-		if (cols[i] < RPM_MAX_CPUS)
-			s->interrupts[cols[i]] = 0;
-	for (p = next_line(p); p && *p; p = next_line(p)) {
+	for (const char *p = next_line(text); p && *p; p = next_line(p)) {
 		const char *q = p;
 		while (*q == ' ')
 			q++;
@@ -236,19 +261,8 @@ int rpm_parse_interrupts(const char *text, struct rpm_host_sample *s)
 		q++;
 		/* Rows like ERR: and MIS: have one system-wide number, not one
 		 * per CPU: only rows with a number in every column count. */
-		unsigned got = 0;
-		while (got < ncols) {
-			while (*q == ' ')
-				q++;
-			if (!isdigit((unsigned char)*q))
-				break;
-			row[got++] = number(&q);
-		}
-		if (got != ncols)
-			continue;
-		for (unsigned i = 0; i < ncols; i++)
-			if (cols[i] < RPM_MAX_CPUS)
-				s->interrupts[cols[i]] += row[i];
+		if (row_numbers(q, text, ncols, s, 0) == ncols)
+			row_numbers(q, text, ncols, s, 1);
 	}
 	return 0;
 }

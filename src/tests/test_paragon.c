@@ -224,6 +224,59 @@ static uint64_t sim_clock(uint64_t tsc, uint64_t jump_at, uint64_t jump_ns)
 	return 5000000000ULL + (uint64_t)(t + slewed) + (tsc >= jump_at ? jump_ns : 0);
 }
 
+/* rpm_parse_interrupts had static scratch: two threads parsing at once
+ * mixed their columns.  Each thread parses its own text 20000 times and
+ * must always get its own sums; and a header of 1500 columns (past
+ * RPM_MAX_CPUS) parses without scratch of any size. */
+struct irq_job {
+	const char *text;
+	unsigned cpu;
+	uint64_t want;
+	int bad;
+};
+
+static void *parse_irqs(void *arg)
+{
+	struct irq_job *j = arg;
+	static __thread struct rpm_host_sample s;
+	for (int i = 0; i < 20000; i++) {
+		memset(s.interrupts, 0xff, sizeof s.interrupts);
+		if (rpm_parse_interrupts(j->text, &s) != 0 || s.interrupts[j->cpu] != j->want)
+			j->bad++;
+	}
+	return NULL;
+}
+
+START_TEST(test_proc_interrupts_reentrant)
+{
+	struct irq_job a = { .text = "  CPU0  CPU1\n 0:  1  2  timer\nLOC:  10  20  local\n", .cpu = 1, .want = 22 };
+	struct irq_job b = { .text = "  CPU3  CPU5  CPU7\n 9:  4  5  6  acpi\nNMI:  0  0  100  nmi\nERR: 9\n",
+	                     .cpu = 7, .want = 106 };
+	pthread_t ta, tb;
+	ck_assert_int_eq(pthread_create(&ta, NULL, parse_irqs, &a), 0);
+	ck_assert_int_eq(pthread_create(&tb, NULL, parse_irqs, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	ck_assert_int_eq(a.bad, 0);
+	ck_assert_int_eq(b.bad, 0);
+
+	size_t cols = 1500, len = cols * 12 + 64;
+	char *wide = malloc(2 * len), *p = wide;
+	ck_assert_ptr_nonnull(wide);
+	for (size_t c = 0; c < cols; c++)
+		p += sprintf(p, " CPU%zu", c);
+	p += sprintf(p, "\nLOC:");
+	for (size_t c = 0; c < cols; c++)
+		p += sprintf(p, " %zu", c + 1);
+	sprintf(p, " local\n");
+	static struct rpm_host_sample s;
+	ck_assert_int_eq(rpm_parse_interrupts(wide, &s), 0);
+	ck_assert_uint_eq(s.interrupts[0], 1);
+	ck_assert_uint_eq(s.interrupts[RPM_MAX_CPUS - 1], RPM_MAX_CPUS);
+	free(wide);
+}
+END_TEST
+
 START_TEST(test_tsc_clock)
 {
 	const uint64_t jump_at = 26000000000ULL, jump_ns = 30000000000ULL; /* at 10 s, 30 s */
@@ -663,6 +716,7 @@ int main(void)
 	tcase_add_test(tc, test_mesh_routes_4x4);
 	tcase_add_test(tc, test_mesh_parse);
 	tcase_add_test(tc, test_proc_parsers);
+	tcase_add_test(tc, test_proc_interrupts_reentrant);
 	tcase_add_test(tc, test_tsc_clock);
 	tcase_add_test(tc, test_tracefs_mount);
 	tcase_add_test(tc, test_fpe_classes);
