@@ -32,7 +32,8 @@
 
 int main(int argc, char **argv)
 {
-	const char *pidfile = heritage_daemon_default_pidfile("imcd");
+	char pidbuf[512];
+	const char *pidfile = heritage_daemon_default_pidfile("imcd", pidbuf, sizeof pidbuf);
 	int foreground = 0;
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' }, { "speed", required_argument, NULL, 's' },

@@ -154,7 +154,8 @@ int main(int argc, char **argv)
 	double interval = 1.0, publish_interval = (double)RPM_SERVICE_DEFAULT_INTERVAL_NS / 1e9;
 	int logging = 1;
 	const char *log_path = geteuid() == 0 ? "/var/log/rpmd.csv" : "rpmd.csv";
-	const char *pidfile = heritage_daemon_default_pidfile("rpmd");
+	char pidbuf[512];
+	const char *pidfile = heritage_daemon_default_pidfile("rpmd", pidbuf, sizeof pidbuf);
 	int reset = 1, foreground = 0;
 	static const struct option opts[] = {
 		{ "interval", required_argument, NULL, 'i' }, { "log", required_argument, NULL, 'l' },

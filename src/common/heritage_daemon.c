@@ -9,17 +9,16 @@
 
 #include "common/heritage_daemon.h"
 
-const char *heritage_daemon_default_pidfile(const char *name)
+const char *heritage_daemon_default_pidfile(const char *name, char *buf, size_t len)
 {
-	static char buf[512];
 	if (geteuid() == 0) {
-		snprintf(buf, sizeof buf, "/run/%s.pid", name);
+		snprintf(buf, len, "/run/%s.pid", name);
 		return buf;
 	}
-	const char *dir = getenv("XDG_RUNTIME_DIR");
+	const char *dir = secure_getenv("XDG_RUNTIME_DIR");
 	if (!dir || !*dir)
 		dir = P_tmpdir;
-	snprintf(buf, sizeof buf, "%s/%s-%u.pid", dir, name, (unsigned)geteuid());
+	snprintf(buf, len, "%s/%s-%u.pid", dir, name, (unsigned)geteuid());
 	return buf;
 }
 

@@ -8,9 +8,11 @@
 #ifndef HERITAGE_DAEMON_H
 #define HERITAGE_DAEMON_H
 
+#include <stddef.h>
+
 /* Root: /run/NAME.pid.  Others: NAME-UID.pid in their runtime directory,
- * else the temporary one.  The buffer is static: call it once. */
-const char *heritage_daemon_default_pidfile(const char *name);
+ * else the temporary one; written into buf (len bytes), which it returns. */
+const char *heritage_daemon_default_pidfile(const char *name, char *buf, size_t len);
 
 /* The pid written in PIDFILE, or -1. */
 long heritage_daemon_read_pid(const char *pidfile);

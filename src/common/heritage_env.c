@@ -13,6 +13,8 @@ const char *heritage_env(const char *component, const char *knob)
 		return NULL;
 	for (char *p = name; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
-	const char *v = getenv(name);
+	/* Not in a setuid or setgid program (AT_SECURE): its caller's
+	 * environment must not choose its backends, files or periods. */
+	const char *v = secure_getenv(name);
 	return (v && *v) ? v : NULL;
 }

@@ -89,7 +89,7 @@ static void read_disable(void)
 	if (P.disable_read)
 		return;
 	P.disable_read = 1;
-	const char *v = getenv("PAPI_HERITAGE_PROBE_DISABLE");
+	const char *v = secure_getenv("PAPI_HERITAGE_PROBE_DISABLE"); /* heritage_env's rule */
 	char buf[512];
 	snprintf(buf, sizeof buf, "%s", v ? v : "");
 	char *save = NULL;

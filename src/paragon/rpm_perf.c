@@ -87,14 +87,21 @@ int rpm_parse_tracefs_mount(const char *mounts, char *buf, unsigned len)
 /* raw_syscalls:sys_enter's tracepoint id, from tracefs; 0 with a reason. */
 static long syscall_tracepoint(char *why, size_t len)
 {
-	static char mounts[65536];
+	enum { MOUNTS_MAX = 65536 };
 	char dir[512], path[600];
+	char *mounts = malloc(MOUNTS_MAX); /* not static: reentrant; not the stack: 64 KiB */
+	if (!mounts) {
+		snprintf(why, len, "out of memory reading /proc/self/mounts");
+		return 0;
+	}
 	int fd = open("/proc/self/mounts", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, mounts, sizeof mounts - 1) : -1;
+	ssize_t n = fd >= 0 ? read(fd, mounts, MOUNTS_MAX - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	mounts[n > 0 ? n : 0] = '\0';
-	if (rpm_parse_tracefs_mount(mounts, dir, sizeof dir) != 0) {
+	int parsed = rpm_parse_tracefs_mount(mounts, dir, sizeof dir);
+	free(mounts);
+	if (parsed != 0) {
 		snprintf(why, len, "tracefs is not mounted, so raw_syscalls:sys_enter has no id to open "
 		                   "(mount -t tracefs nodev /sys/kernel/tracing)");
 		return 0;
