@@ -11,8 +11,8 @@
  * sample known only as retired^notrap (what a timer can honestly say: the
  * next instruction to retire, and no trap field but notrap observed), once
  * per period of CPU time since the last, by the thread's CPU clock.  The
- * kernel can pass the timer over for long (pm_thread_nudge); the nudge's
- * SIGPROF, from the collector, then stands in for it.
+ * kernel can pass the timer over for long (struct pm_backend_ops.nudge);
+ * the nudge's SIGPROF, from the process's nudger thread, then stands in.
  */
 #include <errno.h>
 #include <signal.h>
@@ -119,7 +119,8 @@ static void fake_nudge(struct pm_thread *t)
 {
 	struct fake *f = t->priv;
 	uint64_t now = pm_thread_cpu_ns(t->tid);
-	if (now && now >= f->base + (__atomic_load_n(&f->taken, __ATOMIC_RELAXED) + 2) * f->period)
+	if (now && now >= f->base + (__atomic_load_n(&f->taken, __ATOMIC_RELAXED) + 2) * f->period &&
+	    pm_thread_running(t->tid))
 		syscall(SYS_tgkill, getpid(), t->tid, SIGPROF);
 }
 

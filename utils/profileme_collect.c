@@ -157,30 +157,26 @@ static void key_destructor(void *p)
 		detach(p);
 }
 
-static void drain_all(int drain)
+static void drain_all(void)
 {
 	pthread_mutex_lock(&run.lock);
-	for (struct run_thread *rt = run.threads; rt; rt = rt->next) {
-		pm_thread_nudge(&rt->t);
-		if (drain)
-			pm_thread_drain(&rt->t, add, NULL);
-	}
+	for (struct run_thread *rt = run.threads; rt; rt = rt->next)
+		pm_thread_drain(&rt->t, add, NULL);
 	pthread_mutex_unlock(&run.lock);
 }
 
 static void finish(void);
 
-/* Nudges every 10 ms (pm_thread_nudge: a thread whose CPU-time timer the
- * kernel passed over), drains every 50 ms; on a finish request (our _exit)
- * writes the profile itself, so the thread calling _exit, which may be in a
- * signal handler holding a lock we need, only waits, for a bounded time. */
+/* Drains every 50 ms; on a finish request (our _exit) writes the profile
+ * itself, so the thread calling _exit, which may be in a signal handler
+ * holding a lock we need, only waits, for a bounded time. */
 static void *collector(void *arg)
 {
 	(void)arg;
-	for (unsigned round = 1;; round++) {
+	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000 * 1000;
+		ts.tv_nsec += 50 * 1000 * 1000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -193,7 +189,7 @@ static void *collector(void *arg)
 		}
 		if (run.stopping)
 			return NULL;
-		drain_all(round % 5 == 0);
+		drain_all();
 	}
 }
 

@@ -3,13 +3,17 @@
  */
 #include "profileme/pm_collect.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/heritage_env.h"
@@ -74,6 +78,101 @@ int pm_period_for(const struct heritage_backend *b, uint64_t *period, char *why,
 	return 0;
 }
 
+/* ---- the nudger (pm_collect.h, struct pm_backend_ops.nudge) ----------------
+ * One thread per process, started with the first thread whose backend can be
+ * nudged and ending 1 s after the last one stops: every 10 ms it nudges each
+ * of them.  Created with the C library's pthread_create (RTLD_NEXT), not an
+ * interposed one: profileme-run's preloaded library wraps pthread_create to
+ * sample every new thread, and a tool's wrapper would count ours. */
+#define PM_NUDGE_NS 10000000L
+#define PM_NUDGE_IDLE_ROUNDS 100
+#define PM_NUDGE_MAX 256
+
+static struct {
+	pthread_mutex_t lock;
+	struct pm_thread *list[PM_NUDGE_MAX];
+	unsigned n;
+	int running;
+} nudger = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *nudger_main(void *arg)
+{
+	(void)arg;
+	unsigned idle = 0;
+	for (;;) {
+		struct timespec ts = { 0, PM_NUDGE_NS };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&nudger.lock);
+		for (unsigned i = 0; i < nudger.n; i++)
+			pm_ops(nudger.list[i])->nudge(nudger.list[i]);
+		idle = nudger.n ? 0 : idle + 1;
+		if (idle >= PM_NUDGE_IDLE_ROUNDS) {
+			nudger.running = 0;
+			pthread_mutex_unlock(&nudger.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&nudger.lock);
+	}
+}
+
+/* A fork's child has no nudger and none of its parent's timers. */
+static void nudger_prepare(void)
+{
+	pthread_mutex_lock(&nudger.lock);
+}
+static void nudger_parent(void)
+{
+	pthread_mutex_unlock(&nudger.lock);
+}
+static void nudger_child(void)
+{
+	nudger.n = 0;
+	nudger.running = 0;
+	pthread_mutex_unlock(&nudger.lock);
+}
+static void nudger_once(void)
+{
+	pthread_atfork(nudger_prepare, nudger_parent, nudger_child);
+}
+
+static void nudger_add(struct pm_thread *t)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (!pm_ops(t)->nudge)
+		return;
+	pthread_once(&once, nudger_once);
+	pthread_mutex_lock(&nudger.lock);
+	if (nudger.n < PM_NUDGE_MAX)
+		nudger.list[nudger.n++] = t;
+	if (!nudger.running) {
+		typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+		create_fn create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		pthread_attr_t attr;
+		pthread_t th;
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old); /* the nudger takes no signal */
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if ((create ? create : pthread_create)(&th, &attr, nudger_main, NULL) == 0)
+			nudger.running = 1;
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_mutex_unlock(&nudger.lock);
+}
+
+static void nudger_remove(struct pm_thread *t)
+{
+	pthread_mutex_lock(&nudger.lock);
+	for (unsigned i = 0; i < nudger.n; i++)
+		if (nudger.list[i] == t) {
+			nudger.list[i] = nudger.list[--nudger.n];
+			break;
+		}
+	pthread_mutex_unlock(&nudger.lock);
+}
+
 int pm_thread_start(struct pm_thread *t, const struct heritage_backend *b, uint64_t period, char *why, size_t len)
 {
 	memset(t, 0, sizeof *t);
@@ -96,6 +195,7 @@ int pm_thread_start(struct pm_thread *t, const struct heritage_backend *b, uint6
 	if (err)
 		return heritage_fail_msg(err, why);
 	t->running = 1;
+	nudger_add(t);
 	return 0;
 }
 
@@ -109,12 +209,6 @@ long pm_thread_drain(struct pm_thread *t, pm_sample_fn fn, void *arg)
 	return n;
 }
 
-void pm_thread_nudge(struct pm_thread *t)
-{
-	if (t->backend && t->running && pm_ops(t)->nudge)
-		pm_ops(t)->nudge(t);
-}
-
 static void drop(void *arg, const struct pm_sample *s)
 {
 	(void)arg;
@@ -126,6 +220,8 @@ void pm_thread_stop(struct pm_thread *t, pm_sample_fn fn, void *arg)
 	if (!t->backend)
 		return;
 	const struct pm_backend_ops *ops = pm_ops(t);
+	if (t->running)
+		nudger_remove(t);
 	if (t->running && ops->stop)
 		ops->stop(t);
 	t->running = 0;

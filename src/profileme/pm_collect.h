@@ -45,8 +45,15 @@ struct pm_backend_ops {
 	void (*stop)(struct pm_thread *t);
 	/* Release what start took (after stop and the last drain). */
 	void (*release)(struct pm_thread *t);
-	/* Optional, from another thread (a collector's): wake a thread whose
-	 * CPU-time timer the kernel has passed over (pm_thread_nudge). */
+	/* Optional, from another thread: wake a thread whose CPU-time timer
+	 * the kernel has passed over.  The kernel checks such a timer only at
+	 * a tick that finds the thread running, and a thread sharing its CPU
+	 * can miss every tick for hundreds of ms (this Intel guest, three busy
+	 * loops beside a 300 ms spin with an 8 ms timer: 0 expiries delivered
+	 * in 1 run of 15, the timer due all along); a signal of the backend's
+	 * own reaches it at its next instruction.  pm_thread_start registers
+	 * such a thread with the process's nudger thread (pm_collect.c), which
+	 * calls this every 10 ms until pm_thread_stop. */
 	void (*nudge)(struct pm_thread *t);
 };
 
@@ -78,14 +85,6 @@ int pm_period_for(const struct heritage_backend *b, uint64_t *period, char *why,
  * default).  0, or -errno with why. */
 int pm_thread_start(struct pm_thread *t, const struct heritage_backend *b, uint64_t period, char *why, size_t len);
 long pm_thread_drain(struct pm_thread *t, pm_sample_fn fn, void *arg);
-/* From another thread of the process, every few periods: a backend driven
- * by a CPU-time timer gets its thread a sample the kernel owes it.  The
- * kernel checks such a timer only at a tick that finds the thread running,
- * and a thread sharing its CPU can miss every tick for hundreds of ms (this
- * Intel guest, three busy loops beside a 300 ms spin with an 8 ms timer:
- * 0 expiries delivered in 1 run of 15, the timer due all along); a signal
- * of our own reaches it at its next instruction, wherever it runs. */
-void pm_thread_nudge(struct pm_thread *t);
 /* Stop, drain the rest to fn (may be NULL: dropped), release. */
 void pm_thread_stop(struct pm_thread *t, pm_sample_fn fn, void *arg);
 

@@ -141,3 +141,15 @@ uint64_t pm_thread_cpu_ns(int tid)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+int pm_thread_running(int tid)
+{
+	struct timespec t0, t;
+	uint64_t a = pm_thread_cpu_ns(tid);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+	uint64_t b = pm_thread_cpu_ns(tid);
+	return a && b >= a + 15000;
+}

@@ -114,8 +114,15 @@ struct pm_ring {
 /* mmap'ed, so a handler never allocates: 0 or -errno. */
 int pm_ring_init(struct pm_ring *r, uint32_t size);
 /* The CPU time (ns) of thread tid of this process, from any of its
- * threads (a collector's, pm_thread_nudge); 0 if it cannot be read. */
+ * threads (the nudger's, pm_collect.c); 0 if it cannot be read. */
 uint64_t pm_thread_cpu_ns(int tid);
+/* Whether thread tid is on a CPU now: its CPU clock advances by most of a
+ * 20 us wait.  A nudge (struct pm_backend_ops.nudge) is sent only then: a
+ * signal queued to a thread that is not running is delivered where the
+ * scheduler stopped it, and that is no random point of its code (under
+ * load, the CPU-time clock read of a spin loop: half the nudged samples
+ * there, against none of the timer's). */
+int pm_thread_running(int tid);
 void pm_ring_free(struct pm_ring *r);
 /* Async-signal-safe.  0, or -ENOSPC (counted in lost). */
 int pm_ring_push(struct pm_ring *r, const struct pm_sample *s);

@@ -90,10 +90,10 @@
  * random length do not).  On a busy machine the kernel checks the timer only
  * at ticks that find the thread running: measured down to 60 % of CPU time /
  * period, and 0 expiries delivered on 300 ms of CPU at an 8 ms period in 1
- * run of 15 with three busy loops beside it.  A collector thread (profileme-
- * run's) nudges a thread whose timer is a period overdue (soft_nudge: our
- * own signal, taken as the expiry): with it, 44-51 samples on 405 ms of CPU
- * at 8 ms under the same load.  Expiries that fall more than 4 periods
+ * run of 15 with three busy loops beside it.  The process's nudger thread
+ * (pm_collect.c) nudges a thread whose timer is a period overdue
+ * (soft_nudge: our own signal, taken as the expiry): with it, 44-51 samples
+ * on 405 ms of CPU at 8 ms under the same load.  Expiries that fall more than 4 periods
  * behind are dropped.
  *
  * Limits: like any profiler's timer signal (SIGPROF), ours can end a long
@@ -610,8 +610,8 @@ static long soft_drain(struct pm_thread *t, pm_sample_fn fn, void *arg)
 	return n;
 }
 
-/* The kernel passed the thread's timer over (pm_thread_nudge): its due
- * time is a period behind the thread's CPU clock.  Our signal, queued to the
+/* The kernel passed the thread's timer over (struct pm_backend_ops.nudge):
+ * its due time is a period behind the thread's CPU clock.  Our signal, queued to the
  * thread, stands in for the expiry; on_timer takes it as the timer's. */
 static void soft_nudge(struct pm_thread *t)
 {
@@ -619,7 +619,7 @@ static void soft_nudge(struct pm_thread *t)
 	if (!s || !atomic_load(&s->active) || atomic_load(&s->busy))
 		return;
 	uint64_t now = pm_thread_cpu_ns(t->tid);
-	if (!now || now < __atomic_load_n(&s->due, __ATOMIC_RELAXED) + s->period)
+	if (!now || now < __atomic_load_n(&s->due, __ATOMIC_RELAXED) + s->period || !pm_thread_running(t->tid))
 		return;
 	siginfo_t si;
 	memset(&si, 0, sizeof si);

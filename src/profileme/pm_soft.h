@@ -42,7 +42,7 @@ struct pm_soft_stats {
 	uint64_t busy;      /* a step was already pending (watch_step_one_ex -EBUSY) */
 	uint64_t stuck;     /* a step of ours whose trap was lost: recovered, its sample dropped */
 	uint64_t early;     /* an expiry that came before our step ran: served when it ended */
-	uint64_t nudged;    /* samples whose signal was pm_thread_nudge's, not the timer's */
+	uint64_t nudged;    /* samples whose signal was the nudger's, not the timer's */
 	/* A sequential instruction whose step ended elsewhere than after it:
 	 * it faulted and a handler the engine does not know of (installed
 	 * behind its back, e.g. by raw rt_sigaction) moved RIP.  Dropped, not
