@@ -560,8 +560,11 @@ START_TEST(engine_thread)
 	double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	double got = (double)(v1 - v0) / 32e6;
 	fprintf(stderr, "engine thread: %.4f s counted over %.4f s\n", got, s);
-	/* Stale by at most one period (4 ms) at each end, plus scheduling. */
-	ck_assert(got <= s + 0.001 && got >= s - 0.030);
+	/* Stale by at most one period (4 ms) at each end, plus scheduling: an
+	 * update thread late under load makes v0 staler than v1 (CI's
+	 * nobody+EPERM pass, the machine at 4x its CPUs: 0.0583 s counted over
+	 * 0.0525 s). */
+	ck_assert(got <= s + 0.030 && got >= s - 0.030);
 	imc_engine_destroy(e);
 }
 END_TEST
