@@ -111,3 +111,52 @@ void watch_pagetrap_probe(struct heritage_probe_result *r)
 		         "private page, want 3 and 2", (unsigned long long)s.acc.loads, (unsigned long long)s.acc.stores);
 	}
 }
+
+/* The block-trap backend's routine: a loop, so that the probe sees a trap
+ * run out of line (mov, dec) and emulated ones (the jnz is not a leader, the
+ * ret is): 1 + 2 * 4 + 1 = 10 instructions a call, in 6 blocks.  With unwind
+ * information, which the backend needs to find its blocks. */
+#define PROBE_BT_INSNS 10
+void watch_probe_blocks(void);
+extern const char watch_probe_blocks_end[];
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".type watch_probe_blocks, @function\n"
+        "watch_probe_blocks:\n"
+        "\t.cfi_startproc\n"
+        "\tmov $4, %ecx\n"
+        "1:\tdec %ecx\n"
+        "\tjnz 1b\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        "watch_probe_blocks_end:\n"
+        ".size watch_probe_blocks, . - watch_probe_blocks\n");
+
+void watch_blocktrap_probe(struct heritage_probe_result *r)
+{
+	char why[WATCH_ERRLEN];
+	struct watch_session s;
+	memset(&s, 0, sizeof s);
+	s.req.want_code = 1;
+	s.req.ncode = 1;
+	s.req.code_pair[0] = (struct watch_interval){ (uintptr_t)watch_probe_blocks, (uintptr_t)watch_probe_blocks_end };
+	int err = watch_blocktrap_ops.start(&s, why, sizeof why);
+	if (err) {
+		r->state = HERITAGE_PROBE_ABSENT;
+		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);
+		return;
+	}
+	watch_probe_blocks();
+	watch_probe_blocks();
+	watch_blocktrap_ops.stop(&s);
+	watch_probe_blocks(); /* the code is back: not counted, and must still run */
+	if (s.acc.insns == 2 * PROBE_BT_INSNS && s.acc.insns_pair[0] == 2 * PROBE_BT_INSNS) {
+		r->state = HERITAGE_PROBE_WORKS;
+		snprintf(r->evidence, sizeof r->evidence, "counted %u of %u instructions of a known routine (run twice) "
+		         "by int3 at its block leaders", (unsigned)s.acc.insns, 2 * PROBE_BT_INSNS);
+	} else {
+		r->state = HERITAGE_PROBE_DEAD;
+		snprintf(r->evidence, sizeof r->evidence, "started, counted %llu of %u instructions of a known routine",
+		         (unsigned long long)s.acc.insns, 2 * PROBE_BT_INSNS);
+	}
+}
