@@ -68,6 +68,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -143,6 +144,11 @@ static struct {
 
 static pthread_mutex_t bt_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The main program's object: dladdr of a symbol it defines (the weak
+ * reference is null when it defines none, then libheritage is shared). */
+extern int main(int, char **) __attribute__((weak));
+#define main_marker main
+
 /* ------------------------------------------------------------- analysis */
 
 static struct bt_entry *bt_lookup(uintptr_t pc);
@@ -208,9 +214,37 @@ static int an_add_fn(struct an *a, const struct watch_code_fn *fn)
 	return (int)a->nfn++;
 }
 
+static enum watch_claim bt_trap(struct watch_signal_event *ev, void *arg);
+
+/* Code the trap itself runs: an int3 there would trap in the handler.  The
+ * whole shared object that holds this backend (libpapi.so), or, linked into
+ * the program, the trap's own functions. */
+void watch_probe_blocks(void); /* the codepatch probe's routine (watch_probe.c): never run by a handler */
+
+static int is_own_code(const struct watch_code_fn *fn)
+{
+	Dl_info self, other;
+	if (fn->lo == (uintptr_t)watch_probe_blocks)
+		return 0;
+	if (dladdr((void *)(uintptr_t)bt_trap, &self) && dladdr((void *)fn->lo, &other) &&
+	    self.dli_fbase == other.dli_fbase) {
+		Dl_info prog;
+		if (!dladdr((void *)(uintptr_t)main_marker, &prog) || prog.dli_fbase != self.dli_fbase)
+			return 1;
+	}
+	const uintptr_t own[] = { (uintptr_t)bt_trap, (uintptr_t)watch_x86_xol_transfer,
+		                  (uintptr_t)watch_x86_cc_holds, (uintptr_t)watch_signal_mem_fd };
+	for (unsigned i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (own[i] >= fn->lo && own[i] < fn->hi)
+			return 1;
+	return 0;
+}
+
 static int walk_cb(void *arg, const struct watch_code_fn *fn, uintptr_t lo, uintptr_t hi)
 {
 	struct an *a = arg;
+	if (fn && is_own_code(fn))
+		return an_refuse(a, "the range holds the code that handles its traps (PAPI's own, at %#lx)", fn->lo);
 	if (fn)
 		return an_add_fn(a, fn) < 0 ? -ENOTSUP : 0;
 	/* Bytes no FDE covers: only the padding between functions may be there

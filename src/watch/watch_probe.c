@@ -121,6 +121,8 @@ void watch_probe_blocks(void);
 extern const char watch_probe_blocks_end[];
 __asm__(".text\n"
         ".p2align 4\n"
+        ".globl watch_probe_blocks\n"
+        ".hidden watch_probe_blocks\n"
         ".type watch_probe_blocks, @function\n"
         "watch_probe_blocks:\n"
         "\t.cfi_startproc\n"
