@@ -10,7 +10,8 @@
  *   - valgrind --tool=callgrind --toggle-collect=<routine> --skip-plt=no:
  *     the routine's self Ir.
  *
- * Also: a second thread running the routine is not counted, and the code is
+ * bt_switch's jump table jumps into the middle of blocks (the trap at the
+ * jump counts the rest of the target's block).  Also: a second thread running the routine is not counted, and the code is
  * as it was after PAPI_stop (the routine runs on, uncounted, and gives the
  * same result).  The routines are laid out in order (-fno-toplevel-reorder):
  * each *_end follows its routine.
@@ -98,6 +99,31 @@ __attribute__((noinline)) void bt_global_end(void)
 	__asm__ volatile("");
 }
 
+/* A switch gcc -O2 compiles to a jump table: an indirect jump into the
+ * middle of the function. */
+__attribute__((noinline)) long bt_switch(long n, long seed)
+{
+	long s = seed;
+	for (long i = 0; i < n; i++) {
+		switch ((s ^ i) & 7) {
+		case 0: s += 3; break;
+		case 1: s ^= i << 2; break;
+		case 2: s = s * 5 + 1; break;
+		case 3: s -= i; break;
+		case 4: s = (s >> 1) | (i << 9); break;
+		case 5: s += s >> 3; break;
+		case 6: s ^= 0x5555; break;
+		default: s = ~s; break;
+		}
+	}
+	return s;
+}
+
+__attribute__((noinline)) void bt_switch_end(void)
+{
+	__asm__ volatile("");
+}
+
 struct routine {
 	const char *name;
 	long (*fn)(long, long);
@@ -108,6 +134,7 @@ static const struct routine routines[] = {
 	{ "bt_hot", bt_hot, (void *)bt_hot_end },
 	{ "bt_mixed", bt_mixed, (void *)bt_mixed_end },
 	{ "bt_global", bt_global, (void *)bt_global_end },
+	{ "bt_switch", bt_switch, (void *)bt_switch_end },
 };
 
 static const struct routine *routine(const char *name)

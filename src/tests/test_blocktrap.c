@@ -20,7 +20,9 @@
  * bt_call(n, fn), n >= 1: 3n + 7 of its own; the call's return address is a
  * leader, fn's instructions are outside.
  * bt_diamond(x): an if/else, both arms rejoin: 4 or 5 instructions.
- * bt_jtable(i): an indirect jump through a register (a jump table). */
+ * bt_jtable(): an indirect jump through a register (as a jump table's)
+ * into the middle of a block: lea, jmp, then 3 of the 4 instructions of the
+ * block after it: 5. */
 long bt_loop(long n);
 long bt_call(long n, void (*fn)(void));
 long bt_diamond(long x);
@@ -83,9 +85,12 @@ __asm__(".text\n"
         ".type bt_jtable, @function\n"
         "bt_jtable:\n"
         "	.cfi_startproc\n"
-        "	lea 5f(%rip), %rax\n"
+        "	lea 6f(%rip), %rax\n"
         "	jmp *%rax\n"
-        "5:	ret\n"
+        "5:	nop\n"
+        "6:	nop\n"
+        "	nop\n"
+        "	ret\n"
         "	.cfi_endproc\n"
         "bt_jtable_end:\n"
         ".size bt_jtable, . - bt_jtable\n"
@@ -148,13 +153,17 @@ START_TEST(leaders_after_calls_and_at_joins)
 }
 END_TEST
 
-START_TEST(refuses_jump_tables_and_code_without_unwind_info)
+START_TEST(refuses_code_without_unwind_info)
 {
 	struct watch_bt_plan plan;
 	char why[WATCH_ERRLEN] = "";
 	struct watch_interval r = { (uintptr_t)bt_jtable, (uintptr_t)bt_jtable_end };
-	ck_assert_int_eq(watch_bt_analyse(&r, 1, &plan, why, sizeof why), -ENOTSUP);
-	ck_assert_ptr_nonnull(strstr(why, "indirect jump"));
+	/* A jump table's jump is a leader of its own: [lea] [jmp] [nop nop nop ret]. */
+	ck_assert_msg(watch_bt_analyse(&r, 1, &plan, why, sizeof why) == 0, "%s", why);
+	ck_assert_uint_eq(plan.npiece, 3);
+	ck_assert_uint_eq(plan.piece[1].ijmp, 1);
+	ck_assert_uint_eq(plan.piece[2].ninsn, 4);
+	watch_bt_plan_free(&plan);
 
 	/* An anonymous executable page: no FDE. */
 	uint8_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -317,6 +326,7 @@ static int count_run(const struct watch_interval *r, void (*work)(void), struct 
 static void run_loop(void) { bt_loop(1000); }
 static void run_call(void) { bt_call(100, nothing); }
 static void run_diamond(void) { bt_diamond(0); bt_diamond(1); bt_diamond(0); }
+static void run_jtable(void) { bt_jtable(0); bt_jtable(0); }
 
 START_TEST(sessions_count_exactly)
 {
@@ -335,6 +345,10 @@ START_TEST(sessions_count_exactly)
 	r = (struct watch_interval){ (uintptr_t)bt_diamond, (uintptr_t)bt_diamond_end };
 	ck_assert_int_eq(count_run(&r, run_diamond, &c), 0);
 	ck_assert_uint_eq(c.insns, 4 + 5 + 4);
+	/* Into the middle of a block through a register. */
+	r = (struct watch_interval){ (uintptr_t)bt_jtable, (uintptr_t)bt_jtable_end };
+	ck_assert_int_eq(count_run(&r, run_jtable, &c), 0);
+	ck_assert_uint_eq(c.insns, 2 * 5);
 	/* The code is as it was: it runs uncounted and gives its result. */
 	bt_loop(10);
 	ck_assert_int_eq(((const uint8_t *)bt_loop)[0], 0x48);
@@ -365,7 +379,7 @@ static Suite *blocktrap_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, leaders_of_a_loop);
 	tcase_add_test(tc, leaders_after_calls_and_at_joins);
-	tcase_add_test(tc, refuses_jump_tables_and_code_without_unwind_info);
+	tcase_add_test(tc, refuses_code_without_unwind_info);
 	tcase_add_test(tc, rip_relative_rebased_and_jump_back);
 	tcase_add_test(tc, control_transfers_emulated);
 	tcase_add_test(tc, sessions_count_exactly);

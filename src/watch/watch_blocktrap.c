@@ -50,15 +50,20 @@
  * Refused in fits(), with the reason, so that auto falls back to page-trap
  * stepping (no part of a range is stepped here): data ranges and the IBR+DBR
  * combination (data accesses by in-range code), code in a range without
- * unwind information (other than the padding between functions), an
- * indirect jump other than through a RIP-relative GOT word (a jump table:
- * its targets are not known), a jump into the middle of an instruction or
+ * unwind information (other than the padding between functions), a
+ * jump into the middle of an instruction or
  * of another function, a cold part (foo.cold) in a range whose function is
  * not, a leader whose instruction cannot run out of line (far transfers,
  * xbegin), and no room for the slots within reach of the code.  Not seen
  * either: code entered other than at a leader by the C++ unwinder (landing
  * pads), and code whose shadow stack (CET) is enforced (the emulated calls
  * and returns do not update it).
+ *
+ * Jump tables (an indirect jump other than a tail call through a GOT word):
+ * their targets are not known, so the jump itself is a leader with a trap;
+ * the trap emulates it, and when the target is not a leader it counts the
+ * rest of the block holding the target (found by looking back for its
+ * leader, at most 1 KiB: longer blocks in such a function are refused).
  *
  * Signals: the trap is handled in the signal engine's handler and returns
  * to the program with its own mask, so asynchronous signals (SIGTERM,
@@ -99,6 +104,9 @@
 #define BT_AREA_BYTES ((uintptr_t)256 << 10) /* 8192 slots */
 #define BT_REACH ((uintptr_t)1 << 30)        /* slots this close to the code: rel32 reaches with room */
 #define BT_MAX_FNS 4096
+/* The longest block a jump table's target may lie in: the trap looks for
+ * its leader this far back, a hash lookup per byte (about 5 ns each). */
+#define BT_BACK_MAX 1024
 
 /* One leader, planned once and kept: the int3 may be written and restored
  * many times, the slot stays. */
@@ -108,6 +116,7 @@ struct bt_entry {
 	struct watch_x86_xol xol;
 	uint32_t bytes, first, ninsn;
 	uint8_t orig;          /* the byte the int3 replaced */
+	uint8_t ijmp;          /* a jump table's jump: its target's block is counted from the target */
 	int refs;              /* running sessions that need the int3 (under bt_lock) */
 };
 
@@ -174,12 +183,14 @@ struct an_insn {
 	uintptr_t pc, target;
 	uint8_t len, kind;
 	uint8_t leader;
+	uint8_t ijmp;  /* an indirect jump that is not a tail call through a GOT word */
 };
 
 struct an {
 	struct watch_code_fn fn[BT_MAX_FNS];
 	uint8_t entered[BT_MAX_FNS]; /* a jump of an analysed function goes into it */
 	unsigned nfn;
+	int has_ijmp;
 	struct an_insn *insn;
 	uint32_t ninsn, cap;
 	char *why;
@@ -285,8 +296,10 @@ static int an_decode(struct an *a, unsigned fi)
 		}
 		a->insn[a->ninsn++] = (struct an_insn){ .pc = pc, .target = f.target, .len = (uint8_t)f.len,
 		                                        .kind = f.kind };
-		if (f.kind == WATCH_X86_FLOW_JMP_INDIRECT && !f.slot)
-			return an_refuse(a, "the indirect jump at %#lx (a jump table?) goes where the code does not say", pc);
+		if (f.kind == WATCH_X86_FLOW_JMP_INDIRECT && !f.slot) {
+			a->insn[a->ninsn - 1].ijmp = 1;
+			a->has_ijmp = 1;
+		}
 		if ((f.kind == WATCH_X86_FLOW_JMP || f.kind == WATCH_X86_FLOW_JCC) && !(f.target >= d.lo && f.target < d.hi)) {
 			int t = an_fn_index(a, f.target);
 			struct watch_code_fn other;
@@ -392,6 +405,10 @@ int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watc
 		}
 		if (i + 1 < a->ninsn && (ends_piece(in->kind) || a->insn[i + 1].pc != in->pc + in->len))
 			a->insn[i + 1].leader = 1;
+		/* A jump table's jump traps itself: its targets are not known
+		 * here, the trap sees where it goes (bt_trap). */
+		if (in->ijmp)
+			a->insn[i].leader = 1;
 	}
 	if (err)
 		goto out;
@@ -405,7 +422,7 @@ int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watc
 	for (uint32_t i = 0; i < a->ninsn;) {
 		uint32_t j = i, first = plan->noff;
 		uintptr_t lead = a->insn[i].pc;
-		int wanted = 0;
+		int wanted = a->insn[i].ijmp; /* always: its targets may be in a range */
 		/* Every instruction of the piece that completes, in a range or not:
 		 * the entry is shared by sessions with other ranges, and the trap
 		 * counts each session's own. */
@@ -432,6 +449,12 @@ int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watc
 			if (ends_piece(in->kind) || j >= a->ninsn || a->insn[j].leader)
 				break;
 		}
+		const struct an_insn *last = &a->insn[j - 1];
+		if (a->has_ijmp && last->pc + last->len - lead > BT_BACK_MAX) {
+			err = an_refuse(a, "a function in the ranges has an indirect jump (a jump table), and the block at "
+			                "%#lx is too long to find a jump's target in it", lead);
+			goto out;
+		}
 		if (!wanted) {
 			plan->noff = first;
 		} else {
@@ -444,10 +467,9 @@ int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watc
 				plan->piece = m;
 				cap_p *= 2;
 			}
-			const struct an_insn *last = &a->insn[j - 1];
 			plan->piece[plan->npiece++] = (struct watch_bt_piece){
 				.pc = lead, .bytes = (uint32_t)(last->pc + last->len - lead), .first = first,
-				.ninsn = plan->noff - first };
+				.ninsn = plan->noff - first, .ijmp = a->insn[i].ijmp };
 		}
 		i = j;
 	}
@@ -488,7 +510,7 @@ static struct bt_entry *bt_lookup(uintptr_t pc)
 	return NULL;
 }
 
-static void count_piece(int self, const struct bt_entry *e, uintptr_t pc)
+static void count_piece(int self, const struct bt_entry *e, uintptr_t pc, uint32_t from)
 {
 	const uint16_t *off = bt.off + e->first;
 	int any = 0;
@@ -498,6 +520,8 @@ static void count_piece(int self, const struct bt_entry *e, uintptr_t pc)
 			continue;
 		any = 1;
 		for (uint32_t i = 0; i < e->ninsn; i++) {
+			if (off[i] < from)
+				continue;
 			uintptr_t a = pc + off[i];
 			int hit = 0;
 			for (unsigned k = 0; k < sl->ncode; k++) {
@@ -524,7 +548,7 @@ static enum watch_claim bt_trap(struct watch_signal_event *ev, void *arg)
 	if (!e)
 		return WATCH_NOT_MINE;
 	atomic_fetch_add_explicit(&bt.traps, 1, memory_order_relaxed);
-	count_piece(ev->self, e, pc);
+	count_piece(ev->self, e, pc, 0);
 	/* Armed or restored since the trap: resumed the same way, the slot and
 	 * the plan being kept. */
 	if (e->xol.kind == WATCH_X86_XOL_COPY) {
@@ -532,6 +556,22 @@ static enum watch_claim bt_trap(struct watch_signal_event *ev, void *arg)
 	} else {
 		atomic_fetch_add_explicit(&bt.emulated, 1, memory_order_relaxed);
 		watch_x86_xol_transfer(&e->xol, pc, ev->uc);
+		/* A jump table's jump into the middle of a block: the part of the
+		 * block from the target runs (up to the block's end, as it does
+		 * from its leader), and no int3 sees it.  A target that is a
+		 * leader traps by itself; one in a block no session counts in
+		 * finds no entry (or one that does not hold it): nothing. */
+		uintptr_t to = (uintptr_t)g[REG_RIP];
+		if (e->ijmp && !bt_lookup(to)) {
+			for (uintptr_t back = 1; back <= BT_BACK_MAX && back < to; back++) {
+				const struct bt_entry *h = bt_lookup(to - back);
+				if (!h)
+					continue;
+				if (to < h->pc + h->bytes)
+					count_piece(ev->self, h, h->pc, (uint32_t)back);
+				break;
+			}
+		}
 	}
 	return WATCH_MINE;
 }
@@ -744,6 +784,7 @@ static struct bt_entry *entry_for(const struct watch_bt_plan *plan, const struct
 	e->slot = slot;
 	e->orig = code[0];
 	e->bytes = p->bytes;
+	e->ijmp = p->ijmp;
 	e->ninsn = p->ninsn;
 	e->first = atomic_load(&bt.noff);
 	memcpy(bt.off + e->first, plan->off + p->first, p->ninsn * sizeof(uint16_t));

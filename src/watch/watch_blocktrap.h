@@ -20,6 +20,7 @@ struct watch_bt_piece {
 	uint32_t bytes;  /* the piece's length */
 	uint32_t first;  /* its instructions' offsets from pc (all that complete, in a range or not): plan->off[first .. first + ninsn) */
 	uint32_t ninsn;
+	uint8_t ijmp;    /* an indirect jump (a jump table's): the trap counts from its target */
 };
 
 struct watch_bt_plan {
@@ -31,7 +32,7 @@ struct watch_bt_plan {
 };
 
 /* The pieces to trap for instructions in pairs[0..n): 0, or -ENOTSUP with
- * why (code without unwind information, a jump table, a jump into the
+ * why (code without unwind information, a jump into the
  * middle of an instruction or of another function, a cold part whose
  * function is outside the ranges), -ENOMEM.  Thread context. */
 int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watch_bt_plan *plan, char *why,
