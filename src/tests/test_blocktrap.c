@@ -9,6 +9,7 @@
 #include "watch/watch_blocktrap.h"
 #include "watch/watch_x86.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -164,6 +165,13 @@ START_TEST(refuses_code_without_unwind_info)
 	ck_assert_uint_eq(plan.piece[1].ijmp, 1);
 	ck_assert_uint_eq(plan.piece[2].ninsn, 4);
 	watch_bt_plan_free(&plan);
+
+	/* The C library: every handler returns through its __restore_rt. */
+	void *libc_fn = dlsym(RTLD_DEFAULT, "getpid");
+	ck_assert_ptr_nonnull(libc_fn);
+	r = (struct watch_interval){ (uintptr_t)libc_fn, (uintptr_t)libc_fn + 1 };
+	ck_assert_int_eq(watch_bt_analyse(&r, 1, &plan, why, sizeof why), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(why, "C library"));
 
 	/* An anonymous executable page: no FDE. */
 	uint8_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

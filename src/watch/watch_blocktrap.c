@@ -50,13 +50,15 @@
  * Refused in fits(), with the reason, so that auto falls back to page-trap
  * stepping (no part of a range is stepped here): data ranges and the IBR+DBR
  * combination (data accesses by in-range code), code in a range without
- * unwind information (other than the padding between functions), a
- * jump into the middle of an instruction or
- * of another function, a cold part (foo.cold) in a range whose function is
- * not, a leader whose instruction cannot run out of line (far transfers,
- * xbegin), and no room for the slots within reach of the code.  Not seen
- * either: code entered other than at a leader by the C++ unwinder (landing
- * pads), and code whose shadow stack (CET) is enforced (the emulated calls
+ * unwind information (other than the padding between functions), a jump
+ * into the middle of an instruction or of another function, a cold part
+ * (foo.cold) in a range whose function is not, code the trap runs through
+ * (libpapi's own; the C library's, whose __restore_rt every handler returns
+ * through; the loader's, the vDSO's), a leader whose instruction cannot run
+ * out of line (far transfers, xbegin), and no room for the slots within
+ * reach of the code.  Not seen either: code entered other than at a leader
+ * by the C++ unwinder (landing pads), and code whose shadow stack (CET) is
+ * enforced (the emulated calls
  * and returns do not update it).
  *
  * Jump tables (an indirect jump other than a tail call through a GOT word):
@@ -243,6 +245,17 @@ static int is_own_code(const struct watch_code_fn *fn)
 		if (!dladdr((void *)(uintptr_t)main_marker, &prog) || prog.dli_fbase != self.dli_fbase)
 			return 1;
 	}
+	/* The C library (the handler returns through its __restore_rt), the
+	 * loader, the vDSO: as the page-trap backend refuses them. */
+	if (dladdr((void *)fn->lo, &other) && other.dli_fname) {
+		const char *base = strrchr(other.dli_fname, '/');
+		base = base ? base + 1 : other.dli_fname;
+		static const char *const sys[] = { "libc.so", "libc-", "ld-linux", "ld-", "libpthread", "linux-vdso",
+			                           "libcapstone" };
+		for (unsigned i = 0; i < sizeof sys / sizeof sys[0]; i++)
+			if (strncmp(base, sys[i], strlen(sys[i])) == 0)
+				return 1;
+	}
 	const uintptr_t own[] = { (uintptr_t)bt_trap, (uintptr_t)watch_x86_xol_transfer,
 		                  (uintptr_t)watch_x86_cc_holds, (uintptr_t)watch_signal_mem_fd };
 	for (unsigned i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -255,7 +268,8 @@ static int walk_cb(void *arg, const struct watch_code_fn *fn, uintptr_t lo, uint
 {
 	struct an *a = arg;
 	if (fn && is_own_code(fn))
-		return an_refuse(a, "the range holds the code that handles its traps (PAPI's own, at %#lx)", fn->lo);
+		return an_refuse(a, "the range holds code that its traps run through (libpapi's, the C library's, the "
+		                 "loader's or the vDSO's, at %#lx)", fn->lo);
 	if (fn)
 		return an_add_fn(a, fn) < 0 ? -ENOTSUP : 0;
 	/* Bytes no FDE covers: only the padding between functions may be there
