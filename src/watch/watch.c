@@ -16,8 +16,9 @@
  * instrumented code costs a call per access, a debug register a trap per
  * hit, a page trap a fault, two mprotects and a step per access to the whole
  * page.  For instructions in uninstrumented code, blocktrap's trap per basic
- * block (measured 0.17 us per instruction on a 9-instruction loop) comes
- * before pagetrap's step per instruction (14.5 us); it refuses data.
+ * block (bench/instr_bench, a 9-instruction loop: 0.23-0.32 us per
+ * instruction, 83-103 times less than pagetrap's step per instruction in
+ * the same runs) comes before pagetrap; it refuses data.
  * Index = enum watch_backend - 1. */
 static const struct heritage_backend backends[WATCH_BACKEND_COUNT - 1] = {
 	{ .name = "instrument", .needs = 0, .ops = &watch_instrument_ops },
