@@ -332,9 +332,15 @@ int main(int argc, char **argv)
 		against_pagetrap(r->name, lo + (hi - lo) / 4, lo + (hi - lo) * 3 / 4, 1, r->fn, 300);
 		against_callgrind(r, 100000);
 	}
-	long long v[2];
-	char b[512];
+	long long v[2], va[2];
+	char b[512], ba[512];
 	CHECK_PAPI(count((void *)bt_hot, (void *)bt_hot_end, 1, "blocktrap", bt_hot, 100000, v, b, sizeof b, NULL));
+	/* auto: an instruction range of uninstrumented code takes blocktrap
+	 * before stepping. */
+	CHECK_PAPI(count((void *)bt_hot, (void *)bt_hot_end, 1, "auto", bt_hot, 100000, va, ba, sizeof ba, NULL));
+	printf("bt_hot(100000), auto: %s backend, IA64_INST_RETIRED %lld\n", ba, va[0]);
+	EXPECT(strcmp(ba, "blocktrap") == 0, "auto chose %s, not blocktrap", ba);
+	EXPECT_EQ("auto's count", va[0], v[0]);
 	threads(100000, v[0]);
 	PAPI_shutdown();
 	return heritage_test_done("instr_blocktrap");

@@ -28,6 +28,8 @@ long bt_loop(long n);
 long bt_call(long n, void (*fn)(void));
 long bt_diamond(long x);
 long bt_jtable(long i);
+long bt_lsda(void);
+extern char bt_lsda_pad[], bt_lsda_end[];
 extern char bt_loop_head[], bt_loop_ret[], bt_loop_end[], bt_call_end[], bt_diamond_end[], bt_jtable_end[];
 __asm__(".text\n"
         ".balign 64\n"
@@ -95,6 +97,34 @@ __asm__(".text\n"
         "	.cfi_endproc\n"
         "bt_jtable_end:\n"
         ".size bt_jtable, . - bt_jtable\n"
+        /* bt_lsda: a landing pad (as -fexceptions' cleanup code) in the
+         * middle of what would be one block: the unwinder enters there. */
+        ".balign 64\n"
+        ".globl bt_lsda\n"
+        ".type bt_lsda, @function\n"
+        "bt_lsda:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_lsda 0x1b, .Lbt_lsda_table\n"
+        "	mov $1, %eax\n"
+        "bt_lsda_pad:\n"
+        "	add $2, %eax\n"
+        "	ret\n"
+        "	.cfi_endproc\n"
+        "bt_lsda_end:\n"
+        ".size bt_lsda, . - bt_lsda\n"
+        ".pushsection .gcc_except_table, \"a\", @progbits\n"
+        ".Lbt_lsda_table:\n"
+        "	.byte 0xff\n" /* lpstart: the function's start */
+        "	.byte 0xff\n" /* no type table */
+        "	.byte 0x1\n"  /* call sites: uleb128 */
+        "	.uleb128 .Lbt_cs_end - .Lbt_cs_begin\n"
+        ".Lbt_cs_begin:\n"
+        "	.uleb128 0\n"
+        "	.uleb128 bt_lsda_pad - bt_lsda\n"
+        "	.uleb128 bt_lsda_pad - bt_lsda\n"
+        "	.uleb128 0\n"
+        ".Lbt_cs_end:\n"
+        ".popsection\n"
         ".balign 64\n");
 
 static void nothing(void)
@@ -150,6 +180,20 @@ START_TEST(leaders_after_calls_and_at_joins)
 	ck_assert_uint_eq(plan.piece[1].ninsn, 2);
 	ck_assert_uint_eq(plan.piece[2].ninsn, 1);
 	ck_assert_uint_eq(plan.piece[3].ninsn, 1);
+	watch_bt_plan_free(&plan);
+}
+END_TEST
+
+START_TEST(landing_pads_are_leaders)
+{
+	struct watch_bt_plan plan;
+	char why[WATCH_ERRLEN] = "";
+	struct watch_interval r = { (uintptr_t)bt_lsda, (uintptr_t)bt_lsda_end };
+	ck_assert_msg(watch_bt_analyse(&r, 1, &plan, why, sizeof why) == 0, "%s", why);
+	/* [mov] [add, ret]: without the pad, one block. */
+	ck_assert_uint_eq(plan.npiece, 2);
+	ck_assert_uint_eq(plan.piece[1].pc, (uintptr_t)bt_lsda_pad);
+	ck_assert_uint_eq(plan.piece[1].ninsn, 2);
 	watch_bt_plan_free(&plan);
 }
 END_TEST
@@ -387,6 +431,7 @@ static Suite *blocktrap_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, leaders_of_a_loop);
 	tcase_add_test(tc, leaders_after_calls_and_at_joins);
+	tcase_add_test(tc, landing_pads_are_leaders);
 	tcase_add_test(tc, refuses_code_without_unwind_info);
 	tcase_add_test(tc, rip_relative_rebased_and_jump_back);
 	tcase_add_test(tc, control_transfers_emulated);

@@ -62,9 +62,11 @@
  * (libpapi's own; the C library's, whose __restore_rt every handler returns
  * through; the loader's, the vDSO's), a leader whose instruction cannot run
  * out of line (far transfers, xbegin), and no room for the slots within
- * reach of the code.  Not seen either: code entered other than at a leader
- * by the C++ unwinder (landing pads), and code whose shadow stack (CET) is
- * enforced (the emulated calls
+ * reach of the code, exception tables (.gcc_except_table) not understood.
+ * Landing pads (where the unwinder enters a function: C++ catch and
+ * cleanup code, -fexceptions C's cleanup attribute, pthread_cancel) are
+ * leaders, read from each FDE's LSDA.  Not seen: code whose shadow stack
+ * (CET) is enforced (the emulated calls
  * and returns do not update it).
  *
  * Jump tables (an indirect jump other than a tail call through a GOT word):
@@ -408,11 +410,25 @@ int watch_bt_analyse(const struct watch_interval *pairs, unsigned n, struct watc
 	if (err)
 		goto out;
 	qsort(a->insn, a->ninsn, sizeof *a->insn, cmp_an_insn);
-	for (unsigned i = 0; i < a->nfn; i++) {
+	for (unsigned i = 0; i < a->nfn && !err; i++) {
 		int32_t e = an_find(a, a->fn[i].lo);
 		if (e >= 0)
 			a->insn[e].leader = 1;
+		/* The unwinder enters a function at its landing pads: leaders too. */
+		uintptr_t pad[64];
+		int np = watch_codemap_landing_pads(&a->fn[i], pad, 64);
+		if (np < 0)
+			err = an_refuse(a, "the exception tables of the function at %#lx are not understood", a->fn[i].lo);
+		for (int k = 0; k < np && !err; k++) {
+			int32_t t = an_find(a, pad[k]);
+			if (t < 0)
+				err = an_refuse(a, "a landing pad at %#lx is not an instruction of its function", pad[k]);
+			else
+				a->insn[t].leader = 1;
+		}
 	}
+	if (err)
+		goto out;
 	for (uint32_t i = 0; i < a->ninsn && !err; i++) {
 		const struct an_insn *in = &a->insn[i];
 		if ((in->kind == WATCH_X86_FLOW_JMP || in->kind == WATCH_X86_FLOW_JCC ||
