@@ -62,12 +62,12 @@
  * (libpapi's own; the C library's, whose __restore_rt every handler returns
  * through; the loader's, the vDSO's), a leader whose instruction cannot run
  * out of line (far transfers, xbegin), and no room for the slots within
- * reach of the code, exception tables (.gcc_except_table) not understood.
+ * reach of the code, exception tables (.gcc_except_table) not understood,
+ * a thread with a CET shadow stack (the emulated calls and returns would
+ * not update it).
  * Landing pads (where the unwinder enters a function: C++ catch and
  * cleanup code, -fexceptions C's cleanup attribute, pthread_cancel) are
- * leaders, read from each FDE's LSDA.  Not seen: code whose shadow stack
- * (CET) is enforced (the emulated calls
- * and returns do not update it).
+ * leaders, read from each FDE's LSDA.
  *
  * Jump tables (an indirect jump other than a tail call through a GOT word):
  * their targets are not known, so the jump itself is a leader with a trap;
@@ -102,6 +102,12 @@
 #include "watch/watch_sys.h"
 #include "watch/watch_x86.h"
 
+#ifndef ARCH_SHSTK_STATUS
+#define ARCH_SHSTK_STATUS 0x5005
+#endif
+#ifndef ARCH_SHSTK_SHSTK
+#define ARCH_SHSTK_SHSTK (1ul << 0)
+#endif
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -712,6 +718,14 @@ static int bt_fits(const struct watch_request *req, char *why, size_t len)
 	}
 	if (req->overflow_fields) {
 		snprintf(why, len, "blocktrap does not deliver overflow itself");
+		return -ENOTSUP;
+	}
+	/* A user shadow stack (CET, Linux 6.6+): the emulated calls and returns
+	 * would leave it behind, and the next real ret would fault. */
+	unsigned long shstk = 0;
+	if (watch_sys3(SYS_arch_prctl, ARCH_SHSTK_STATUS, (long)&shstk, 0) == 0 && (shstk & ARCH_SHSTK_SHSTK)) {
+		snprintf(why, len, "blocktrap: this thread runs with a CET shadow stack, which emulated calls and returns "
+		         "would not update");
 		return -ENOTSUP;
 	}
 	int err = ensure_init();
