@@ -9,9 +9,10 @@
  * loop.  An int3 and its SIGTRAP round trip cost about 1.3 us there, so one
  * trap per block of n instructions costs about 1.3/n us per instruction.
  * Measured with bench/instr_bench (a 9-instruction loop, one block per
- * iteration, median of 7 runs, the other CPU busy with a build): 234 and
- * 316 ns per counted instruction in two runs, against 24 and 26 us stepped
- * by pagetrap in the same runs: 103 and 83 times cheaper.  A block costs
+ * iteration, median of 7 runs each, other builds loading both CPUs): 233
+ * to 316 ns per counted instruction in four runs, against 24 to 26 us
+ * stepped by pagetrap in the same runs: 83 to 108 times cheaper (median
+ * 99).  A block costs
  * what a bare int3 and empty SIGTRAP handler cost alongside (1.5-3.8 us):
  * the engine and the count add little.
  *
