@@ -175,6 +175,27 @@ static pthread_mutex_t bt_lock = PTHREAD_MUTEX_INITIALIZER;
 extern int main(int, char **) __attribute__((weak));
 #define main_marker main
 
+/* The codepatch probe's routine (watch_probe.c): a loop, so that the probe sees a trap
+ * run out of line (mov, dec) and emulated ones (the jnz is not a leader, the
+ * ret is): 1 + 2 * 4 + 1 = 10 instructions a call in 3 blocks, 6 traps.  With unwind
+ * information, which the backend needs to find its blocks. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl watch_probe_blocks\n"
+        ".hidden watch_probe_blocks\n"
+        ".type watch_probe_blocks, @function\n"
+        "watch_probe_blocks:\n"
+        "\t.cfi_startproc\n"
+        "\tmov $4, %ecx\n"
+        "1:\tdec %ecx\n"
+        "\tjnz 1b\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".globl watch_probe_blocks_end\n"
+        ".hidden watch_probe_blocks_end\n"
+        "watch_probe_blocks_end:\n"
+        ".size watch_probe_blocks, . - watch_probe_blocks\n");
+
 /* ------------------------------------------------------------- analysis */
 
 static struct bt_entry *bt_lookup(uintptr_t pc);
@@ -247,8 +268,6 @@ static enum watch_claim bt_trap(struct watch_signal_event *ev, void *arg);
 /* Code the trap itself runs: an int3 there would trap in the handler.  The
  * whole shared object that holds this backend (libpapi.so), or, linked into
  * the program, the trap's own functions. */
-void watch_probe_blocks(void); /* the codepatch probe's routine (watch_probe.c): never run by a handler */
-
 static int is_own_code(const struct watch_code_fn *fn)
 {
 	Dl_info self, other;

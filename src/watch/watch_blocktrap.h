@@ -47,4 +47,10 @@ struct watch_blocktrap_stats {
 };
 void watch_blocktrap_stats(struct watch_blocktrap_stats *out);
 
+/* The codepatch probe's routine (watch_probe.c): 10 instructions a call in
+ * 3 blocks, with unwind information; here, since its code lies in libpapi,
+ * whose code the backend otherwise refuses (its traps run there). */
+void watch_probe_blocks(void);
+extern const char watch_probe_blocks_end[];
+
 #endif

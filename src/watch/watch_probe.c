@@ -14,6 +14,7 @@
 
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "watch/watch_blocktrap.h"
 #include "watch/watch_pagetrap.h"
 #include "watch/watch_step.h"
 
@@ -112,27 +113,9 @@ void watch_pagetrap_probe(struct heritage_probe_result *r)
 	}
 }
 
-/* The block-trap backend's routine: a loop, so that the probe sees a trap
- * run out of line (mov, dec) and emulated ones (the jnz is not a leader, the
- * ret is): 1 + 2 * 4 + 1 = 10 instructions a call, in 6 blocks.  With unwind
- * information, which the backend needs to find its blocks. */
+/* The block-trap backend's routine (watch_blocktrap.c, where the backend
+ * exempts it from its refusal of libpapi's own code): 10 instructions a call. */
 #define PROBE_BT_INSNS 10
-void watch_probe_blocks(void);
-extern const char watch_probe_blocks_end[];
-__asm__(".text\n"
-        ".p2align 4\n"
-        ".globl watch_probe_blocks\n"
-        ".hidden watch_probe_blocks\n"
-        ".type watch_probe_blocks, @function\n"
-        "watch_probe_blocks:\n"
-        "\t.cfi_startproc\n"
-        "\tmov $4, %ecx\n"
-        "1:\tdec %ecx\n"
-        "\tjnz 1b\n"
-        "\tret\n"
-        "\t.cfi_endproc\n"
-        "watch_probe_blocks_end:\n"
-        ".size watch_probe_blocks, . - watch_probe_blocks\n");
 
 void watch_blocktrap_probe(struct heritage_probe_result *r)
 {
