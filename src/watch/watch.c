@@ -16,8 +16,8 @@
  * instrumented code costs a call per access, a debug register a trap per
  * hit, a page trap a fault, two mprotects and a step per access to the whole
  * page.  For instructions in uninstrumented code, blocktrap's trap per basic
- * block (bench/instr_bench, a 9-instruction loop: 0.23-0.32 us per
- * instruction, 83-108 times less than pagetrap's step per instruction in
+ * block (bench/blocktrap_bench, a 9-instruction loop: 0.17-0.32 us per
+ * instruction, 83-223 times less than pagetrap's step per instruction in
  * the same runs) comes before pagetrap; it refuses data.
  * Index = enum watch_backend - 1. */
 static const struct heritage_backend backends[WATCH_BACKEND_COUNT - 1] = {

@@ -8,11 +8,11 @@
  * (Intel family 6 model 167 guest), about 150,000x native on a 9-instruction
  * loop.  An int3 and its SIGTRAP round trip cost about 1.3 us there, so one
  * trap per block of n instructions costs about 1.3/n us per instruction.
- * Measured with bench/instr_bench (a 9-instruction loop, one block per
- * iteration, median of 7 runs each, other builds loading both CPUs): 233
- * to 316 ns per counted instruction in four runs, against 24 to 26 us
- * stepped by pagetrap in the same runs: 83 to 108 times cheaper (median
- * 99).  A block costs
+ * Measured with bench/blocktrap_bench (a 9-instruction loop, one block per
+ * iteration, median of 5 or 7 runs each, other builds loading both CPUs):
+ * 167 to 316 ns per counted instruction in five runs, against 24 to 37 us
+ * stepped by pagetrap in the same runs: 83 to 223 times cheaper (median
+ * 103).  A block costs
  * what a bare int3 and empty SIGTRAP handler cost alongside (1.5-3.8 us):
  * the engine and the count add little.
  *

@@ -1,5 +1,5 @@
 /*
- * instr_bench: the cost of counting an instruction range of code that was
+ * blocktrap_bench: the cost of counting an instruction range of code that was
  * not instrumented, per in-range instruction, on a 9-instruction loop in a
  * page of its own (issue 22's measurement): native, the blocktrap backend
  * (an int3 per block, watch_blocktrap.c) and the pagetrap backend (a step
@@ -7,7 +7,7 @@
  * Each row is the median of RUNS runs; the counts are checked against the
  * loop's known length (9n + 2).
  *
- *   instr_bench [RUNS]
+ *   blocktrap_bench [RUNS]
  */
 #include <stdint.h>
 #include <string.h>
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 		runs = 5;
 	if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
 		return 1;
-	printf("=== instr_bench: a 9-instruction loop, IA64_INST_RETIRED:exact=1 over it, median of %d runs\n", runs);
+	printf("=== blocktrap_bench: a 9-instruction loop, IA64_INST_RETIRED:exact=1 over it, median of %d runs\n", runs);
 	double native = row("native (no counting)", NULL, 2000000, runs);
 	double bt = row("blocktrap (int3 per block)", "blocktrap", 200000, runs);
 	double pt = row("pagetrap (a step per instruction)", "pagetrap", 20000, runs);
