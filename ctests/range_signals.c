@@ -4,6 +4,8 @@
  * it installed for them runs, while it spends its time inside the range.
  * The pagetrap backend single-steps every instruction there; the signals
  * must reach the program between two steps, and the count must stay exact.
+ * The blocktrap backend traps once per block (the routines carry unwind
+ * information for it: .cfi_startproc); the tests/cases files run both.
  *
  * Each mode runs the counting program as a forked child looping in the
  * range (rs_until below, whose instruction count is known from the
@@ -68,6 +70,7 @@ __asm__(".text\n"
         "	.globl rs_until\n"
         "	.type rs_until, @function\n"
         "rs_until:\n"
+        "	.cfi_startproc\n"
         "	xor	%eax, %eax\n"
         "1:	add	$1, %rax\n"
         "	cmpl	$0, (%rdi)\n"
@@ -75,6 +78,7 @@ __asm__(".text\n"
         "	cmp	%rsi, %rax\n"
         "	jb	1b\n"
         "2:	ret\n"
+        "	.cfi_endproc\n"
         "	.globl rs_until_end\n"
         "rs_until_end:\n"
         "	.size rs_until, . - rs_until\n"
@@ -82,8 +86,10 @@ __asm__(".text\n"
         "	.globl rs_handler\n"
         "	.type rs_handler, @function\n"
         "rs_handler:\n"
+        "	.cfi_startproc\n"
         "	movl	$1, rs_flag(%rip)\n"
         "	ret\n"
+        "	.cfi_endproc\n"
         "	.globl rs_handler_end\n"
         "rs_handler_end:\n"
         "	.size rs_handler, . - rs_handler\n"

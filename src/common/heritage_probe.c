@@ -43,6 +43,9 @@ static const struct {
 	[HERITAGE_MECH_IBS] = { "ibs", "AMD IBS op sampling (ibs_op / ibs_fetch PMUs)", heritage_ibs_probe, 0 },
 	[HERITAGE_MECH_RPM_WRITABLE] = { "rpm_writable", "the Paragon RPM registers' writable alias (resets)",
 	                                 rpm_writable_probe, 0 },
+	[HERITAGE_MECH_CODEPATCH] = { "codepatch", "int3 at the block leaders of a private copy of the code, the "
+	                              "displaced instruction run out of line: blocks of a known routine counted",
+	                              watch_blocktrap_probe, 0 },
 };
 
 static struct {

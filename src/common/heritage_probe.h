@@ -37,6 +37,7 @@ enum heritage_mech {
 	HERITAGE_MECH_LIBPFM,       /* libpfm4 knows this CPU's core PMU */
 	HERITAGE_MECH_IBS,          /* AMD IBS op/fetch sampling PMUs */
 	HERITAGE_MECH_RPM_WRITABLE, /* the Paragon RPM registers' writable alias */
+	HERITAGE_MECH_CODEPATCH,    /* int3 at block leaders of private code copies, run out of line */
 	HERITAGE_NMECHS
 };
 #define HERITAGE_MECH_BIT(m) (1u << (m))
@@ -114,6 +115,7 @@ void heritage_pmu_probe(struct heritage_probe_result *r);
 void heritage_libpfm_probe(struct heritage_probe_result *r);
 void heritage_ibs_probe(struct heritage_probe_result *r);
 void rpm_writable_probe(struct heritage_probe_result *r);
+void watch_blocktrap_probe(struct heritage_probe_result *r);
 
 /* libpfm4's core PMU on this machine: 0 with its name and description,
  * -ENODEV when libpfm4 knows none, -EIO when libpfm4 cannot initialise. */

@@ -315,10 +315,11 @@ START_TEST(itanium2_auto_falls_back_from_a_dead_breakpoint)
 	ck_assert_int_eq(b, WATCH_BACKEND_PAGETRAP);
 	ck_assert_int_eq(watch_any_backend(why, sizeof why), 0);
 
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "pagetrap", 1);
+	setenv("PAPI_HERITAGE_PROBE_DISABLE", "pagetrap,codepatch", 1);
 	heritage_probe_forget();
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_dead);
 	ck_assert_int_ne(watch_any_backend(why, sizeof why), 0);
+	ck_assert_ptr_nonnull(strstr(why, "codepatch is absent here"));
 	ck_assert_ptr_nonnull(strstr(why, "breakpoint is dead here"));
 	ck_assert_ptr_nonnull(strstr(why, "pagetrap is absent here"));
 	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");

@@ -62,16 +62,20 @@ START_TEST(table_is_in_auto_order_with_its_mechanisms)
 	const struct heritage_backend *t = watch_backend_table(&n);
 
 	/* DESIGN.md: auto tries the cheapest exact backend first. */
-	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(n, 4);
 	ck_assert_str_eq(t[0].name, "instrument");
 	ck_assert_uint_eq(t[0].needs, 0);
 	ck_assert_ptr_eq(t[0].ops, &watch_instrument_ops);
 	ck_assert_str_eq(t[1].name, "breakpoint");
 	ck_assert_uint_eq(t[1].needs, HERITAGE_MECH_BIT(HERITAGE_MECH_BREAKPOINT));
 	ck_assert_ptr_eq(t[1].ops, &watch_breakpoint_ops);
-	ck_assert_str_eq(t[2].name, "pagetrap");
-	ck_assert_uint_eq(t[2].needs, HERITAGE_MECH_BIT(HERITAGE_MECH_PAGETRAP) | HERITAGE_MECH_BIT(HERITAGE_MECH_SINGLE_STEP));
-	ck_assert_ptr_eq(t[2].ops, &watch_pagetrap_ops);
+	/* A trap per block before a step per instruction; it refuses data. */
+	ck_assert_str_eq(t[2].name, "blocktrap");
+	ck_assert_uint_eq(t[2].needs, HERITAGE_MECH_BIT(HERITAGE_MECH_CODEPATCH));
+	ck_assert_ptr_eq(t[2].ops, &watch_blocktrap_ops);
+	ck_assert_str_eq(t[3].name, "pagetrap");
+	ck_assert_uint_eq(t[3].needs, HERITAGE_MECH_BIT(HERITAGE_MECH_PAGETRAP) | HERITAGE_MECH_BIT(HERITAGE_MECH_SINGLE_STEP));
+	ck_assert_ptr_eq(t[3].ops, &watch_pagetrap_ops);
 	/* Table index + 1 is the enum. */
 	for (unsigned i = 0; i < n; i++)
 		ck_assert_str_eq(watch_backend_name((enum watch_backend)(i + 1)), t[i].name);

@@ -12,7 +12,9 @@
  *   breakpoint  x86 debug registers through perf_event_open (watch_breakpoint.c);
  *   pagetrap    protected pages, faults decoded with capstone and stepped
  *               (watch_pagetrap.c); it also counts instructions in code ranges
- *               by exec-faulting the code pages and single-stepping inside them.
+ *               by exec-faulting the code pages and single-stepping inside them;
+ *   blocktrap   instructions in code ranges of code that was not instrumented,
+ *               by an int3 at each basic block's leader (watch_blocktrap.c).
  *
  * Functions return 0 or a negative errno; where a message buffer is given it
  * says what was wrong in words a PAPI user can act on.
@@ -33,6 +35,7 @@ enum watch_backend {
 	WATCH_BACKEND_AUTO = 0,
 	WATCH_BACKEND_INSTRUMENT,
 	WATCH_BACKEND_BREAKPOINT,
+	WATCH_BACKEND_BLOCKTRAP,
 	WATCH_BACKEND_PAGETRAP,
 	WATCH_BACKEND_COUNT
 };
@@ -175,6 +178,7 @@ struct watch_backend_ops {
 
 extern const struct watch_backend_ops watch_instrument_ops;
 extern const struct watch_backend_ops watch_breakpoint_ops;
+extern const struct watch_backend_ops watch_blocktrap_ops;
 extern const struct watch_backend_ops watch_pagetrap_ops;
 
 const char *watch_backend_name(enum watch_backend b);
@@ -186,7 +190,7 @@ int watch_backend_from_name(const char *name, enum watch_backend *out);
 /* Pick the backend for req from the backend table (heritage_backend.h):
  * forced (not AUTO) must have working mechanisms and fit, else -ENOTSUP or
  * -EPERM with the probe's evidence; AUTO takes the first of instrument,
- * breakpoint, pagetrap whose mechanisms work and that fits. */
+ * breakpoint, blocktrap, pagetrap whose mechanisms work and that fits. */
 int watch_choose_backend(const struct watch_request *req, enum watch_backend forced,
                          enum watch_backend *out, char *why, size_t len);
 

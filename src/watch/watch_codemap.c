@@ -147,6 +147,7 @@ static int read_enc_value(const uint8_t **p, const uint8_t *end, uint8_t enc, ui
 
 struct cie {
 	uint8_t fde_enc;
+	uint8_t lsda_enc;  /* PE_OMIT: no 'L' */
 	int has_z;
 	const uint8_t *ins, *end;
 };
@@ -173,6 +174,7 @@ static int parse_cie(const uint8_t *c, struct cie *out)
 	else if (read_uleb(&p, end, &u))
 		return -1;
 	out->fde_enc = 0;   /* absptr */
+	out->lsda_enc = PE_OMIT;
 	out->has_z = aug[0] == 'z';
 	const uint8_t *data_end = end;
 	if (out->has_z) {
@@ -188,7 +190,7 @@ static int parse_cie(const uint8_t *c, struct cie *out)
 				if (read_enc(&p, data_end, (uint8_t)(enc & ~PE_INDIRECT), 0, &ignored))
 					return -1;
 			} else if (*a == 'L') {
-				p++;
+				out->lsda_enc = *p++;
 			} else if (*a != 'S' && *a != 'B') {
 				return -1;
 			}
@@ -263,7 +265,16 @@ static int parse_fde(const uint8_t *f, struct watch_code_fn *fn)
 		uint64_t alen;
 		if (read_uleb(&p, end, &alen) || alen > (uint64_t)(end - p))
 			return -1;
+		/* The language-specific data (C++ or -fexceptions C): where its
+		 * landing pads are. */
+		const uint8_t *q = p;
+		uint64_t lsda = 0;
+		fn->lsda = 0;
+		if (c.lsda_enc != PE_OMIT && alen)
+			fn->lsda = read_enc(&q, p + alen, c.lsda_enc, 0, &lsda) ? UINTPTR_MAX : (uintptr_t)lsda;
 		p += alen;
+	} else {
+		fn->lsda = 0;
 	}
 	uint64_t reg = ~(uint64_t)0;
 	int64_t off = 0;
@@ -433,7 +444,7 @@ static int segment_items(const struct cm_object *o, uintptr_t a, uintptr_t b, st
 				*items = m;
 			}
 			if (fn.lo > cur)
-				(*items)[(*n)++] = (struct cm_item){ { cur, fn.lo < b ? fn.lo : b, 0 }, 1 };
+				(*items)[(*n)++] = (struct cm_item){ { cur, fn.lo < b ? fn.lo : b, 0, 0 }, 1 };
 			(*items)[(*n)++] = (struct cm_item){ fn, 0 };
 			cur = fn.hi;
 			if (cur >= b)
@@ -450,7 +461,7 @@ static int segment_items(const struct cm_object *o, uintptr_t a, uintptr_t b, st
 			}
 			*items = m;
 		}
-		(*items)[(*n)++] = (struct cm_item){ { cur, b, 0 }, 1 };
+		(*items)[(*n)++] = (struct cm_item){ { cur, b, 0, 0 }, 1 };
 	}
 	if (err) {
 		free(*items);
@@ -582,4 +593,38 @@ enum watch_import watch_codemap_import(uintptr_t slot)
 	}
 	pthread_mutex_unlock(&cm_lock);
 	return what;
+}
+
+int watch_codemap_landing_pads(const struct watch_code_fn *fn, uintptr_t *pad, unsigned max)
+{
+	if (!fn->lsda)
+		return 0;
+	if (fn->lsda == UINTPTR_MAX)
+		return -1;
+	/* The LSDA lies in .gcc_except_table, mapped with the object; its
+	 * length is not recorded: the call-site table says where it ends. */
+	const uint8_t *p = (const uint8_t *)fn->lsda, *end = p + 65536;
+	uint64_t lpstart = fn->lo, u, start, len, lp;
+	uint8_t lpstart_enc = *p++;
+	if (lpstart_enc != PE_OMIT && read_enc(&p, end, lpstart_enc, 0, &lpstart))
+		return -1;
+	uint8_t ttype_enc = *p++;
+	if (ttype_enc != PE_OMIT && read_uleb(&p, end, &u))
+		return -1;
+	uint8_t cs_enc = *p++;
+	if (read_uleb(&p, end, &u) || u > (uint64_t)(end - p))
+		return -1;
+	const uint8_t *cs_end = p + u;
+	unsigned n = 0;
+	while (p < cs_end) {
+		if (read_enc_value(&p, cs_end, cs_enc, &start) || read_enc_value(&p, cs_end, cs_enc, &len) ||
+		    read_enc_value(&p, cs_end, cs_enc, &lp) || read_uleb(&p, cs_end, &u))
+			return -1;
+		if (!lp)
+			continue;
+		if (n >= max)
+			return -1;
+		pad[n++] = (uintptr_t)(lpstart + lp);
+	}
+	return (int)n;
 }

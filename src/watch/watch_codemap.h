@@ -19,7 +19,15 @@
 struct watch_code_fn {
 	uintptr_t lo, hi;
 	int fragment;
+	/* Its language-specific data area (exception landing pads), 0 when it
+	 * has none, UINTPTR_MAX when its pointer could not be read. */
+	uintptr_t lsda;
 };
+
+/* The landing pads of fn (where the unwinder enters it, C++ catch and
+ * cleanup code, -fexceptions C's cleanup attribute) into pad[0..max): their
+ * number, or -1 when its tables are not understood or hold more. */
+int watch_codemap_landing_pads(const struct watch_code_fn *fn, uintptr_t *pad, unsigned max);
 
 /* The FDE whose range holds pc: 0, or -ENOENT (no loaded object has unwind
  * information for pc). */

@@ -14,6 +14,7 @@
 
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "watch/watch_blocktrap.h"
 #include "watch/watch_pagetrap.h"
 #include "watch/watch_step.h"
 
@@ -109,5 +110,38 @@ void watch_pagetrap_probe(struct heritage_probe_result *r)
 		r->state = HERITAGE_PROBE_DEAD;
 		snprintf(r->evidence, sizeof r->evidence, "started, counted %llu loads and %llu stores of a protected "
 		         "private page, want 3 and 2", (unsigned long long)s.acc.loads, (unsigned long long)s.acc.stores);
+	}
+}
+
+/* The block-trap backend's routine (watch_blocktrap.c, where the backend
+ * exempts it from its refusal of libpapi's own code): 10 instructions a call. */
+#define PROBE_BT_INSNS 10
+
+void watch_blocktrap_probe(struct heritage_probe_result *r)
+{
+	char why[WATCH_ERRLEN];
+	struct watch_session s;
+	memset(&s, 0, sizeof s);
+	s.req.want_code = 1;
+	s.req.ncode = 1;
+	s.req.code_pair[0] = (struct watch_interval){ (uintptr_t)watch_probe_blocks, (uintptr_t)watch_probe_blocks_end };
+	int err = watch_blocktrap_ops.start(&s, why, sizeof why);
+	if (err) {
+		r->state = HERITAGE_PROBE_ABSENT;
+		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);
+		return;
+	}
+	watch_probe_blocks();
+	watch_probe_blocks();
+	watch_blocktrap_ops.stop(&s);
+	watch_probe_blocks(); /* the code is back: not counted, and must still run */
+	if (s.acc.insns == 2 * PROBE_BT_INSNS && s.acc.insns_pair[0] == 2 * PROBE_BT_INSNS) {
+		r->state = HERITAGE_PROBE_WORKS;
+		snprintf(r->evidence, sizeof r->evidence, "counted %u of %u instructions of a known routine (run twice) "
+		         "by int3 at its block leaders", (unsigned)s.acc.insns, 2 * PROBE_BT_INSNS);
+	} else {
+		r->state = HERITAGE_PROBE_DEAD;
+		snprintf(r->evidence, sizeof r->evidence, "started, counted %llu of %u instructions of a known routine",
+		         (unsigned long long)s.acc.insns, 2 * PROBE_BT_INSNS);
 	}
 }

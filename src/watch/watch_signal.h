@@ -18,6 +18,8 @@
  *   WATCH_PRIO_PERF      the breakpoint backend (watch_breakpoint.c)
  *   WATCH_PRIO_STEP_ONE  watch_step_one (the engine's own)
  *   WATCH_PRIO_PAGETRAP  page-trap windows and code stepping (watch_pagetrap.c)
+ *   WATCH_PRIO_BLOCKTRAP int3 at block leaders (watch_blocktrap.c): after the
+ *                        page-trap window's one-shot int3, which may sit on one
  *   WATCH_PRIO_TSTEP     whole-thread stepping (watch_step.c)
  *   WATCH_PRIO_RPM       paragon_rpm's legacy pages (rpm_page.c)
  *   WATCH_PRIO_STRAY     stray TF clearing (watch_step.c)
@@ -62,6 +64,7 @@ enum {
 	WATCH_PRIO_PERF = 10,
 	WATCH_PRIO_STEP_ONE = 20,
 	WATCH_PRIO_PAGETRAP = 30,
+	WATCH_PRIO_BLOCKTRAP = 35,
 	WATCH_PRIO_TSTEP = 40,
 	WATCH_PRIO_RPM = 50,
 	WATCH_PRIO_STRAY = 90,

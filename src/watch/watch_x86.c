@@ -1183,3 +1183,250 @@ int watch_x86_flow(const uint8_t *bytes, size_t avail, uint64_t pc, struct watch
 	hit_give(h);
 	return 0;
 }
+
+/* ---- a displaced instruction (watch_blocktrap.c) ------------------------------ */
+
+/* The gregs index of a 64-bit general register, or NOREG. */
+static int greg_of(x86_reg r)
+{
+	static const struct {
+		x86_reg r;
+		int8_t g;
+	} map[] = {
+		{ X86_REG_RAX, REG_RAX }, { X86_REG_RBX, REG_RBX }, { X86_REG_RCX, REG_RCX }, { X86_REG_RDX, REG_RDX },
+		{ X86_REG_RSI, REG_RSI }, { X86_REG_RDI, REG_RDI }, { X86_REG_RBP, REG_RBP }, { X86_REG_RSP, REG_RSP },
+		{ X86_REG_R8, REG_R8 },   { X86_REG_R9, REG_R9 },   { X86_REG_R10, REG_R10 }, { X86_REG_R11, REG_R11 },
+		{ X86_REG_R12, REG_R12 }, { X86_REG_R13, REG_R13 }, { X86_REG_R14, REG_R14 }, { X86_REG_R15, REG_R15 },
+	};
+	for (unsigned i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (map[i].r == r)
+			return map[i].g;
+	return WATCH_X86_XOL_NOREG;
+}
+
+int watch_x86_cc_holds(unsigned cc, uint64_t fl)
+{
+	int cf = !!(fl & 0x1), pf = !!(fl & 0x4), zf = !!(fl & 0x40), sf = !!(fl & 0x80), of = !!(fl & 0x800);
+	int r;
+	switch (cc >> 1) {
+	case 0: r = of; break;
+	case 1: r = cf; break;
+	case 2: r = zf; break;
+	case 3: r = cf || zf; break;
+	case 4: r = sf; break;
+	case 5: r = pf; break;
+	case 6: r = sf != of; break;
+	default: r = zf || sf != of; break;
+	}
+	return (cc & 1) ? !r : r;
+}
+
+static int jcc_code(unsigned id)
+{
+	switch (id) {
+	case X86_INS_JO: return 0x0;
+	case X86_INS_JNO: return 0x1;
+	case X86_INS_JB: return 0x2;
+	case X86_INS_JAE: return 0x3;
+	case X86_INS_JE: return 0x4;
+	case X86_INS_JNE: return 0x5;
+	case X86_INS_JBE: return 0x6;
+	case X86_INS_JA: return 0x7;
+	case X86_INS_JS: return 0x8;
+	case X86_INS_JNS: return 0x9;
+	case X86_INS_JP: return 0xa;
+	case X86_INS_JNP: return 0xb;
+	case X86_INS_JL: return 0xc;
+	case X86_INS_JGE: return 0xd;
+	case X86_INS_JLE: return 0xe;
+	case X86_INS_JG: return 0xf;
+	default: return -1;
+	}
+}
+
+static int xol_plan(const cs_insn *in, const uint8_t *bytes, uint64_t pc, uint64_t slot, struct watch_x86_xol *out,
+                    const char **why)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
+	uint64_t next = pc + in->size;
+	int direct = o0 && o0->type == X86_OP_IMM;
+	int cc = jcc_code(in->id);
+
+	out->len = in->size;
+	if (x->addr_size != 8 && (is_cond_branch(in->id) || in->id == X86_INS_JMP || in->id == X86_INS_CALL ||
+	                          in->id == X86_INS_RET)) {
+		*why = "a control transfer with an address-size prefix";
+		return -1;
+	}
+	switch (in->id) {
+	case X86_INS_JMP: case X86_INS_CALL:
+		if (direct) {
+			out->kind = in->id == X86_INS_JMP ? WATCH_X86_XOL_JMP : WATCH_X86_XOL_CALL;
+			out->target = (uintptr_t)o0->imm;
+			return 0;
+		}
+		out->kind = WATCH_X86_XOL_INDIRECT;
+		out->is_call = in->id == X86_INS_CALL;
+		out->reg = out->base = out->index = WATCH_X86_XOL_NOREG;
+		if (o0 && o0->type == X86_OP_REG) {
+			out->reg = (int8_t)greg_of(o0->reg);
+			if (out->reg == WATCH_X86_XOL_NOREG) {
+				*why = "an indirect transfer through a register that is not a 64-bit general one";
+				return -1;
+			}
+			return 0;
+		}
+		if (!o0 || o0->type != X86_OP_MEM || o0->mem.segment != X86_REG_INVALID) {
+			*why = "an indirect transfer through a segment-relative operand";
+			return -1;
+		}
+		if (o0->mem.base == X86_REG_RIP)
+			out->base = WATCH_X86_XOL_RIP;
+		else if (o0->mem.base != X86_REG_INVALID && (out->base = (int8_t)greg_of(o0->mem.base)) < 0) {
+			*why = "an indirect transfer through an address the registers do not give";
+			return -1;
+		}
+		if (o0->mem.index != X86_REG_INVALID && (out->index = (int8_t)greg_of(o0->mem.index)) < 0) {
+			*why = "an indirect transfer through an address the registers do not give";
+			return -1;
+		}
+		out->scale = (uint8_t)(o0->mem.scale ? o0->mem.scale : 1);
+		out->disp = (int32_t)o0->mem.disp;
+		return 0;
+	case X86_INS_RET:
+		out->kind = WATCH_X86_XOL_RET;
+		out->ret_pop = (uint16_t)(o0 && o0->type == X86_OP_IMM ? o0->imm : 0);
+		return 0;
+	case X86_INS_JRCXZ:
+		out->kind = WATCH_X86_XOL_JRCXZ;
+		out->target = (uintptr_t)o0->imm;
+		return 0;
+	case X86_INS_LOOP: case X86_INS_LOOPE: case X86_INS_LOOPNE:
+		out->kind = WATCH_X86_XOL_LOOP;
+		out->cc = in->id == X86_INS_LOOPNE ? 0 : in->id == X86_INS_LOOPE ? 1 : 2;
+		out->target = (uintptr_t)o0->imm;
+		return 0;
+	case X86_INS_JCXZ: case X86_INS_JECXZ: case X86_INS_LJMP: case X86_INS_LCALL: case X86_INS_RETF:
+	case X86_INS_RETFQ: case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: case X86_INS_XBEGIN:
+	case X86_INS_SYSRET: case X86_INS_SYSEXIT:
+		*why = "a far or transactional control transfer";
+		return -1;
+	default:
+		break;
+	}
+	if (cc >= 0) {
+		out->kind = WATCH_X86_XOL_JCC;
+		out->cc = (uint8_t)cc;
+		out->target = (uintptr_t)o0->imm;
+		return 0;
+	}
+	for (unsigned i = 0; i < in->detail->groups_count; i++) {
+		uint8_t g = in->detail->groups[i];
+		if (g == CS_GRP_JUMP || g == CS_GRP_CALL || g == CS_GRP_RET || g == CS_GRP_IRET) {
+			*why = "a control transfer that cannot be emulated";
+			return -1;
+		}
+	}
+	/* Run out of line: a RIP-relative displacement must reach the same
+	 * byte from the slot. */
+	out->kind = WATCH_X86_XOL_COPY;
+	memcpy(out->copy, bytes, in->size);
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
+			continue;
+		if (x->encoding.disp_offset == 0 || x->encoding.disp_size != 4) {
+			*why = "a RIP-relative operand whose displacement capstone does not locate";
+			return -1;
+		}
+		int64_t d = (int64_t)(next + (uint64_t)o->mem.disp) - (int64_t)(slot + in->size);
+		if (d != (int32_t)d) {
+			*why = "a RIP-relative operand that does not reach from the out-of-line slot";
+			return -1;
+		}
+		int32_t d32 = (int32_t)d;
+		memcpy(out->copy + x->encoding.disp_offset, &d32, 4);
+		out->rip_relative = 1;
+		break;
+	}
+	int64_t back = (int64_t)next - (int64_t)(slot + in->size + 5);
+	if (back != (int32_t)back) {
+		*why = "the out-of-line slot is too far from the code";
+		return -1;
+	}
+	int32_t b32 = (int32_t)back;
+	out->copy[in->size] = 0xe9;
+	memcpy(out->copy + in->size + 1, &b32, 4);
+	out->ncopy = (uint8_t)(in->size + 5);
+	return 0;
+}
+
+int watch_x86_xol_plan(const uint8_t *bytes, size_t avail, uint64_t pc, uint64_t slot, struct watch_x86_xol *out,
+                       const char **why)
+{
+	memset(out, 0, sizeof *out);
+	*why = "bytes that do not decode";
+	int h;
+	cs_insn *in = decode_one(bytes, avail, pc, &h);
+	if (!in)
+		return -1;
+	int r = xol_plan(in, bytes, pc, slot, out, why);
+	hit_give(h);
+	return r;
+}
+
+int watch_x86_xol_transfer(const struct watch_x86_xol *x, uint64_t pc, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t next = pc + x->len, to;
+	switch (x->kind) {
+	case WATCH_X86_XOL_JMP:
+		to = x->target;
+		break;
+	case WATCH_X86_XOL_JCC:
+		to = watch_x86_cc_holds(x->cc, (uint64_t)g[REG_EFL]) ? x->target : next;
+		break;
+	case WATCH_X86_XOL_JRCXZ:
+		to = g[REG_RCX] == 0 ? x->target : next;
+		break;
+	case WATCH_X86_XOL_LOOP: {
+		uint64_t rcx = (uint64_t)g[REG_RCX] - 1, zf = (uint64_t)g[REG_EFL] & 0x40;
+		g[REG_RCX] = (greg_t)rcx;
+		int take = rcx != 0 && (x->cc == 2 || (x->cc == 1 ? zf != 0 : zf == 0));
+		to = take ? x->target : next;
+		break;
+	}
+	case WATCH_X86_XOL_CALL:
+		g[REG_RSP] -= 8;
+		*(uint64_t *)(uintptr_t)g[REG_RSP] = next;
+		to = x->target;
+		break;
+	case WATCH_X86_XOL_RET:
+		to = *(const uint64_t *)(uintptr_t)g[REG_RSP];
+		g[REG_RSP] += 8 + x->ret_pop;
+		break;
+	case WATCH_X86_XOL_INDIRECT:
+		if (x->reg != WATCH_X86_XOL_NOREG) {
+			to = (uint64_t)g[x->reg];
+		} else {
+			uint64_t a = (uint64_t)(int64_t)x->disp;
+			if (x->base == WATCH_X86_XOL_RIP)
+				a += next;
+			else if (x->base != WATCH_X86_XOL_NOREG)
+				a += (uint64_t)g[x->base];
+			if (x->index != WATCH_X86_XOL_NOREG)
+				a += (uint64_t)g[x->index] * x->scale;
+			to = *(const uint64_t *)(uintptr_t)a;
+		}
+		if (x->is_call) {
+			g[REG_RSP] -= 8;
+			*(uint64_t *)(uintptr_t)g[REG_RSP] = next;
+		}
+		break;
+	default:
+		return -1;
+	}
+	g[REG_RIP] = (greg_t)to;
+	return 0;
+}

@@ -165,6 +165,57 @@ struct watch_x86_flow {
 };
 int watch_x86_flow(const uint8_t *bytes, size_t avail, uint64_t pc, struct watch_x86_flow *out);
 
+/* ---- a displaced instruction (the block-trap backend, watch_blocktrap.c) ----
+ * The instruction under a block leader's int3 is run elsewhere: copied to a
+ * slot of its own (its RIP-relative displacement re-based to the slot, a jump
+ * back after it), as uprobes does, or, when it transfers control (its
+ * effect depends on where it is), emulated on the trap's ucontext.  The plan
+ * is made once, at start, with capstone; carrying it out at the trap is
+ * arithmetic on the registers (no decoding in the handler). */
+enum watch_x86_xol_kind {
+	WATCH_X86_XOL_COPY,     /* run copy[0..ncopy) at the slot, then jmp to pc + len */
+	WATCH_X86_XOL_JMP,      /* RIP = target */
+	WATCH_X86_XOL_JCC,      /* RIP = cc holds on EFLAGS ? target : pc + len */
+	WATCH_X86_XOL_JRCXZ,    /* RIP = RCX == 0 ? target : pc + len */
+	WATCH_X86_XOL_LOOP,     /* RCX -= 1; cc: 0 loopne, 1 loope, 2 loop */
+	WATCH_X86_XOL_CALL,     /* push pc + len; RIP = target */
+	WATCH_X86_XOL_RET,      /* RIP = pop; RSP += ret_pop */
+	WATCH_X86_XOL_INDIRECT, /* jmp or call (is_call) through reg or [base + index * scale + disp] */
+};
+#define WATCH_X86_XOL_SLOT 32 /* bytes per slot: up to 15 copied, 5 of jmp back */
+#define WATCH_X86_XOL_NOREG (-1)
+#define WATCH_X86_XOL_RIP (-2)
+struct watch_x86_xol {
+	unsigned len;
+	uint8_t kind;
+	uint8_t cc;
+	uint8_t is_call;
+	uint8_t rip_relative;  /* COPY: its displacement was re-based */
+	uint16_t ret_pop;
+	uintptr_t target;
+	/* INDIRECT: through register reg (a REG_* index of gregs), or, with reg
+	 * == NOREG, the word at base + index * scale + disp (base may be RIP). */
+	int8_t reg, base, index;
+	uint8_t scale;
+	int32_t disp;
+	uint8_t ncopy;
+	uint8_t copy[WATCH_X86_XOL_SLOT];
+};
+/* Plan the instruction bytes[0..avail) at pc, to be run from slot (COPY:
+ * copy[] is the whole slot, jump back included).  0, or -1 with why (an
+ * instruction that cannot move: a far transfer, xbegin, a segment-relative
+ * or 32-bit-address indirect target, a displacement that does not reach
+ * from the slot).  Not for the handler (it takes a decoder). */
+int watch_x86_xol_plan(const uint8_t *bytes, size_t avail, uint64_t pc, uint64_t slot, struct watch_x86_xol *out,
+                       const char **why);
+/* Carry out a control transfer planned for pc on uc (the registers before
+ * it): RIP, RSP and RCX as the instruction would leave them.  0, or -1 for
+ * a COPY plan (the caller points RIP at the slot).  Async-signal-safe; a
+ * stack or memory word that cannot be read faults as the instruction would. */
+int watch_x86_xol_transfer(const struct watch_x86_xol *x, uint64_t pc, ucontext_t *uc);
+/* Condition code cc (the low nibble of a jcc opcode) on eflags. */
+int watch_x86_cc_holds(unsigned cc, uint64_t eflags);
+
 /* The pages holding the decoder's state, which must never be watched. */
 void watch_x86_state_range(uintptr_t *lo, uintptr_t *hi);
 
