@@ -142,34 +142,59 @@ static const char *qualifier_colon(const char *name)
 	return NULL;
 }
 
-/* Case-insensitive edit distance, capped (names are short). */
-static unsigned distance(const char *a, size_t la, const char *b)
+/* Case-insensitive edit distance, or ~0u once it is surely above limit
+ * (names are short).  The caller only ranks distances up to limit, so the
+ * two cut-offs change no suggestion; they make an unknown name cheap to
+ * refuse in a catalog of thousands (imc's): most names differ in length by
+ * more than limit, and a row whose least entry passes limit can only grow. */
+static unsigned distance(const char *a, size_t la, const char *b, unsigned limit)
 {
 	unsigned row[128];
 	size_t lb = strlen(b);
-	if (la >= 127 || lb >= 127)
+	if (la >= 127 || lb >= 127 || (la > lb ? la - lb : lb - la) > limit)
 		return ~0u;
 	for (size_t j = 0; j <= lb; j++)
 		row[j] = (unsigned)j;
 	for (size_t i = 1; i <= la; i++) {
-		unsigned diag = row[0];
-		row[0] = (unsigned)i;
+		unsigned diag = row[0], least;
+		row[0] = least = (unsigned)i;
 		for (size_t j = 1; j <= lb; j++) {
 			unsigned up = row[j];
 			unsigned sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
 			unsigned best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
 			row[j] = sub < best ? sub : best;
+			least = row[j] < least ? row[j] : least;
 			diag = up;
 		}
+		if (least > limit)
+			return ~0u;
 	}
 	return row[lb];
+}
+
+/* A lower bound of distance(a, la, b): an edit changes the character
+ * counts by at most 2 (a substitution) in L1, so half their L1 difference
+ * (characters folded into 32 classes, which only lowers it) is a bound.
+ * ha: a's counts.  O(strlen(b)) against distance's O(la * strlen(b)): it
+ * rules out most of a big catalog before the table is filled. */
+static unsigned distance_floor(const int ha[32], const char *b)
+{
+	int h[32];
+	memcpy(h, ha, sizeof h);
+	for (; *b; b++)
+		h[tolower((unsigned char)*b) & 31]--;
+	unsigned l1 = 0;
+	for (int k = 0; k < 32; k++)
+		l1 += (unsigned)(h[k] < 0 ? -h[k] : h[k]);
+	return (l1 + 1) / 2;
 }
 
 /* Does e contain the n bytes of s, case-insensitively? */
 static int contains(const char *e, const char *s, size_t n)
 {
+	int first = tolower((unsigned char)s[0]);
 	for (size_t el = strlen(e); n && el >= n; e++, el--)
-		if (strncasecmp(e, s, n) == 0)
+		if (tolower((unsigned char)*e) == first && strncasecmp(e, s, n) == 0)
 			return 1;
 	return 0;
 }
@@ -188,9 +213,12 @@ static void suggest(const struct heritage_event_names *f, const char *name, size
 			tail = c + 2;
 	size_t tlen = base - (size_t)(tail - name);
 	unsigned limit = base / 3 > 3 ? (unsigned)(base / 3) : 3;
+	int ha[32] = { 0 };
+	for (size_t k = 0; k < base; k++)
+		ha[tolower((unsigned char)name[k]) & 31]++;
 	for (unsigned i = 0; i < f->n; i++) {
 		const char *e = heritage_event_name_at(f, i);
-		unsigned d = distance(name, base, e);
+		unsigned d = distance_floor(ha, e) > limit ? ~0u : distance(name, base, e, limit);
 		if (d > limit && tlen >= 4 && contains(e, tail, tlen))
 			d = limit; /* as good as the worst close spelling */
 		if (d > limit)

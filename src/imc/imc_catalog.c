@@ -193,6 +193,12 @@ static int tree_from_dtb(const void *blob, size_t len, const char *source, struc
 	int err = fdt_check_header(blob);
 	if (err)
 		return heritage_fail(-EINVAL, "imc catalog %s: not a device-tree blob (%s)", source, fdt_strerror(err));
+	/* Versions before 16 (full paths as node names, other alignment):
+	 * libfdt 1.6.1's fdt_check_full dereferences NULL on some of them
+	 * (fuzz_imc_dtb's find), and no catalog is one (dtc writes 17). */
+	if (fdt_version(blob) < 16)
+		return heritage_fail(-EINVAL, "imc catalog %s: device-tree blob version %u: this reader takes 16 and 17",
+		                     source, (unsigned)fdt_version(blob));
 	if (fdt_totalsize(blob) > len)
 		return heritage_fail(-EINVAL, "imc catalog %s: truncated: its header says %u bytes, the file has %zu",
 		                     source, fdt_totalsize(blob), len);
@@ -623,6 +629,17 @@ static int add_unit(struct imc_catalog *cat, const char *source, const struct dt
 	err = get_list(cat, source, imc, un, ph, &list);
 	if (err)
 		return err;
+	/* An entry's value is reg + the event's reg, a 32-bit offset (Linux
+	 * sums two u32s into one): a sum past 2^32 would wrap to another
+	 * counter's offset and name it (fuzz_imc_dir's find). */
+	const struct imc_cat_list *l = &cat->lists[list];
+	for (unsigned i = 0; i < l->nevents; i++)
+		if ((uint64_t)reg + l->events[i].reg > UINT32_MAX) {
+			char why[160];
+			snprintf(why, sizeof why, "0x%x + event %s's reg 0x%x passes 2^32", reg, l->events[i].name,
+			         l->events[i].reg);
+			return bad(source, un, "reg", why);
+		}
 
 	struct imc_cat_unit *uv = realloc(cat->units, (cat->nunits + 1) * sizeof *uv);
 	if (!uv)

@@ -13,6 +13,7 @@
 #ifndef HERITAGE_IMC_TRACE_FILE_H
 #define HERITAGE_IMC_TRACE_FILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "imc/imc_trace.h"
@@ -31,6 +32,9 @@ struct imc_trace_file {
 int imc_trace_file_write(const char *path, const struct imc_trace_file *f);
 /* -EINVAL (not a trace file, truncated: with where), -errno of the I/O. */
 int imc_trace_file_read(const char *path, struct imc_trace_file *f);
+/* The same from the file's bytes (name in messages): what the reader and
+ * the fuzzer (fuzz/fuzz_imc_trace.c) call; never reads past len. */
+int imc_trace_file_parse(const void *buf, size_t len, const char *name, struct imc_trace_file *f);
 void imc_trace_file_free(struct imc_trace_file *f);
 
 #endif

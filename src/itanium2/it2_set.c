@@ -22,12 +22,9 @@ int it2_set_init(struct it2_set *s)
 
 	memset(s, 0, sizeof *s);
 	s->default_mode = RANGEMAP_COARSE;
-	if (!mode || strcasecmp(mode, "coarse") == 0)
+	if (rangemap_mode_parse(mode, &s->default_mode) == 0)
 		return 0;
-	if (strcasecmp(mode, "exact") == 0) {
-		s->default_mode = RANGEMAP_EXACT;
-		return 0;
-	}
+	s->default_mode = RANGEMAP_COARSE;
 	s->bad_mode_env = 1;
 	return heritage_fail(-EINVAL, "PAPI_HERITAGE_ITANIUM2_MODE=%s: expected 'coarse' or 'exact'", mode);
 }

@@ -299,14 +299,10 @@ static int row(struct loader *l, char *s)
 	return 0;
 }
 
-int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t len)
+/* The reader proper, over any stream: a file (pm_db_load) or bytes in
+ * memory (pm_db_parse, the fuzzer's way in).  Closes f. */
+static int load_stream(FILE *f, const char *file, struct pm_db_profile **out, char *why, size_t len)
 {
-	*out = NULL;
-	FILE *f = fopen(file, "re");
-	if (!f) {
-		int e = -errno;
-		return heritage_fail_why(e, why, len, "%s: %s", file, strerror(-e));
-	}
 	struct pm_db_profile *p = calloc(1, sizeof *p);
 	struct loader l = { .file = file, .why = why, .len = len, .p = p };
 	char *buf = NULL;
@@ -383,6 +379,33 @@ int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t l
 	}
 	*out = p;
 	return 0;
+}
+
+int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t len)
+{
+	*out = NULL;
+	FILE *f = fopen(file, "re");
+	if (!f) {
+		int e = -errno;
+		return heritage_fail_why(e, why, len, "%s: %s", file, strerror(-e));
+	}
+	return load_stream(f, file, out, why, len);
+}
+
+int pm_db_parse(const char *text, size_t n, const char *file, struct pm_db_profile **out, char *why, size_t len)
+{
+	*out = NULL;
+	/* glibc's fmemopen refuses size 0: an empty profile is a stream at
+	 * its end. */
+	static const char none[1];
+	FILE *f = fmemopen((void *)(n ? text : none), n ? n : 1, "r");
+	if (!f || (!n && fseek(f, 0, SEEK_END) != 0)) {
+		int e = errno ? -errno : -ENOMEM;
+		if (f)
+			fclose(f);
+		return heritage_fail_why(e, why, len, "%s: %s", file, strerror(-e));
+	}
+	return load_stream(f, file, out, why, len);
 }
 
 /* ---- epochs and image files -------------------------------------------------- */

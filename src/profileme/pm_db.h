@@ -90,6 +90,8 @@ struct pm_db_profile {
 /* Read one image file: 0, or -EINVAL (malformed: why names the file and
  * line), -errno for I/O.  Frees with pm_db_free. */
 int pm_db_load(const char *file, struct pm_db_profile **out, char *why, size_t len);
+/* The same from a file's n bytes in memory (file names it in messages). */
+int pm_db_parse(const char *text, size_t n, const char *file, struct pm_db_profile **out, char *why, size_t len);
 void pm_db_free(struct pm_db_profile *p);
 
 /* The epoch directory to read: epoch given (NULL: the latest) under db.

@@ -105,6 +105,13 @@ static int parse_bitval(struct lexer *lx, struct pm_set *set)
 			return fail_at(lx, at, "\"%.*s\" is a counter, not a bit: write SET:%.*s", (int)n, at, (int)n,
 			               at);
 	}
+	/* A field required both 1 and 0 ("!notrap^trap") is a set no sample
+	 * is in; it has no canonical text either (pm_value_format writes one
+	 * constraint per field), so its name would not name it again.
+	 * Refused, as a contradiction the user surely did not mean. */
+	if ((negate ? set->must1 : set->must0) & PM_FIELD_BIT(f))
+		return fail_at(lx, at, "\"%.*s\" contradicts an earlier constraint on %s (required %d there): no sample "
+		               "is in this set", (int)n, at, pm_fields[f].name, negate);
 	lx->p += n;
 	if (negate)
 		set->must0 |= PM_FIELD_BIT(f);

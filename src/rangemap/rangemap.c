@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 /* Itanium 2 fine mode compares everything above bit 11 for equality. */
 #define FINE_PAGE_MASK (~(uint64_t)0xfff)
@@ -346,5 +347,16 @@ int rangemap_cover_overlaps(const struct rangemap_result *r, uint64_t a,
 		if (a < c->end && (c->start <= a || c->start - a < size))
 			return 1;
 	}
+	return 0;
+}
+
+int rangemap_mode_parse(const char *name, enum rangemap_mode *mode)
+{
+	if (!name || strcasecmp(name, "coarse") == 0)
+		*mode = RANGEMAP_COARSE;
+	else if (strcasecmp(name, "exact") == 0)
+		*mode = RANGEMAP_EXACT;
+	else
+		return -EINVAL;
 	return 0;
 }

@@ -126,6 +126,11 @@ int rangemap_instr(uint64_t start, uint64_t end, enum rangemap_mode mode,
 int rangemap_instr_flags(uint64_t start, uint64_t end, enum rangemap_mode mode,
 			 unsigned flags, struct rangemap_result *out);
 
+/* The mode's name, as PAPI_HERITAGE_ITANIUM2_MODE gives it: "coarse" (or
+ * NULL: the default) or "exact", any case; 0 or -EINVAL.  Here, with no
+ * state, so that the value's parser is reached without an event set. */
+int rangemap_mode_parse(const char *name, enum rangemap_mode *mode);
+
 /* Does [a, a + size) overlap the cover?  size 0 never overlaps; a + size may
  * reach 2^64. */
 int rangemap_cover_overlaps(const struct rangemap_result *r, uint64_t a,

@@ -788,6 +788,9 @@ static const struct broken broken[] = {
 	/* skiboot's struct imc_chip_cb is 40 bytes: at size - 32 it overflows. */
 	{ "control block past size", "/both@100", "cb_offset", SET_U32, 0x40000 - 32, NULL, 0, "both@100", "cb_offset" },
 	{ "offset of 2 bytes", "/both@100", "offset", SET_BYTES, 0, "\0\1", 2, "both@100", "offset" },
+	/* fuzz_imc_dir's find: 0xfffffff0 + 0x18 wrapped to 0x8, another
+	 * counter's offset. */
+	{ "unit reg + event reg past 2^32", "/none@200", "reg", SET_U32, 0xfffffff0, NULL, 0, "none@200", "reg" },
 };
 
 START_TEST(refusals)
@@ -914,6 +917,23 @@ START_TEST(refusals_of_the_blob)
 			      "blob cut to %zu bytes accepted", cut[i]);
 		ck_assert_ptr_null(cat);
 	}
+	/* Versions before 16, which libfdt's header check takes: libfdt
+	 * 1.6.1's fdt_check_full dereferences NULL walking this catalog so
+	 * marked (fuzz_imc_dtb's find; the reader refuses them first). */
+	static const uint32_t old[][2] = { { 15, 2 }, { 13, 0 }, { 2, 2 } };
+	for (unsigned i = 0; i < sizeof old / sizeof old[0]; i++) {
+		char want[64];
+		memcpy(blob, base, len);
+		((fdt32_t *)blob)[5] = cpu_to_fdt32(old[i][0]); /* version */
+		((fdt32_t *)blob)[6] = cpu_to_fdt32(old[i][1]); /* last_comp_version */
+		ck_assert_int_eq(fdt_check_header(blob), 0);
+		ck_assert_int_eq(imc_catalog_from_dtb(blob, len, "old.dtb", &cat), -EINVAL);
+		ck_assert_ptr_null(cat);
+		snprintf(want, sizeof want, "version %u: this reader takes 16 and 17", old[i][0]);
+		ck_assert_msg(strstr(heritage_last_error(), want), "%s", heritage_last_error());
+	}
+	memcpy(blob, base, len);
+
 	/* A file that is not a DTB at all, and a truncated file. */
 	char *tmp = make_tmpdir(), *p = path_join(tmp, "text.dtb"), *q = path_join(tmp, "cut.dtb");
 	write_whole(p, "/dts-v1/;\n/ { };\n", 17);

@@ -16,6 +16,7 @@
 #include "imc/imc_trace_codec.h"
 #include "imc/imc_trace.h"
 #include "imc/imc_trace_set.h"
+#include "imc/imc_trace_file.h"
 #include "common/heritage_probe.h"
 #include <time.h>
 
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- TRACE_IMC_SCOM -------------------------------------------------------- */
 
@@ -488,6 +490,104 @@ START_TEST(set_trace_cycles)
 }
 END_TEST
 
+/* ---- saved traces (imc_trace_file.h) ---- */
+
+/* A trace of n records and two mappings, written to a file and read back
+ * into *bytes. */
+static unsigned char *saved_trace(unsigned n, size_t *len)
+{
+	static unsigned char rec[4][IMC_TRACE_RECORD_BYTES];
+	struct imc_trace_map maps[2] = { { 0x400000, 0x1000, 0, "/usr/bin/true" }, { 0x7f0000000000, 0x2000, 0x1000, "[vdso]" } };
+	ck_assert_uint_le(n, 4);
+	for (unsigned i = 0; i < n; i++) {
+		struct imc_trace_record r = { .timebase = 0x1000 * (i + 1), .pc = 0x400100 + 4 * i, .pidr = 3ull << 62 };
+		imc_trace_record_pack(rec[i], &r);
+	}
+	struct imc_trace_file f = { .scom = IMC_SCOM_POWER9, .ldbar = 1, .hz = 1000, .samples = n, .lost = 2,
+	                            .nrecords = n, .records = &rec[0][0], .maps = maps, .nmaps = 2 };
+	char path[] = "/tmp/test_imc_trace_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(imc_trace_file_write(path, &f), 0);
+	FILE *in = fopen(path, "rb");
+	ck_assert_ptr_nonnull(in);
+	unsigned char *buf = malloc(65536);
+	*len = fread(buf, 1, 65536, in);
+	fclose(in);
+
+	/* The file reader and the bytes reader agree. */
+	struct imc_trace_file a, b;
+	ck_assert_int_eq(imc_trace_file_read(path, &a), 0);
+	unlink(path);
+	ck_assert_int_eq(imc_trace_file_parse(buf, *len, "bytes", &b), 0);
+	ck_assert_uint_eq(a.nrecords, n);
+	ck_assert_uint_eq(b.nrecords, n);
+	ck_assert_uint_eq(a.nmaps, 2);
+	ck_assert_uint_eq(b.nmaps, 2);
+	ck_assert_uint_eq(b.scom, IMC_SCOM_POWER9);
+	ck_assert_uint_eq(b.lost, 2);
+	ck_assert_str_eq(a.maps[1].path, "[vdso]");
+	ck_assert_str_eq(b.maps[0].path, "/usr/bin/true");
+	ck_assert_uint_eq(b.maps[1].pgoff, 0x1000);
+	ck_assert_mem_eq(a.records, rec, (size_t)n * IMC_TRACE_RECORD_BYTES);
+	ck_assert_mem_eq(b.records, rec, (size_t)n * IMC_TRACE_RECORD_BYTES);
+	imc_trace_file_free(&a);
+	imc_trace_file_free(&b);
+	return buf;
+}
+
+START_TEST(saved_trace_round_trip)
+{
+	size_t len;
+	free(saved_trace(3, &len));
+	free(saved_trace(0, &len));
+}
+END_TEST
+
+/* Every cut of a saved trace is refused, never misread (under ASan in the
+ * fuzzer: never read past the bytes). */
+START_TEST(saved_trace_cut_anywhere)
+{
+	size_t len;
+	unsigned char *buf = saved_trace(3, &len);
+	for (size_t n = 0; n < len; n++) {
+		unsigned char *cut = malloc(n ? n : 1);
+		memcpy(cut, buf, n);
+		struct imc_trace_file t;
+		ck_assert_msg(imc_trace_file_parse(cut, n, "cut", &t) == -EINVAL, "%zu of %zu bytes taken", n, len);
+		ck_assert_ptr_null(t.records);
+		free(cut);
+	}
+	free(buf);
+}
+END_TEST
+
+/* A header may claim up to 2^24 records (1 GiB): claimed with too few
+ * there, it is refused before anything is allocated for them (the reader
+ * used to malloc the header's count first: any short file could ask for
+ * 1 GiB). */
+START_TEST(saved_trace_claims_more_than_it_has)
+{
+	size_t len;
+	unsigned char *buf = saved_trace(1, &len);
+	struct imc_trace_file t;
+	/* nrecords is the sixth u64 after the magic (big-endian). */
+	buf[8 + 5 * 8 + 5] = 0x01;
+	ck_assert_int_eq(imc_trace_file_parse(buf, len, "big", &t), -EINVAL);
+	ck_assert_msg(strstr(heritage_last_error(), "truncated: 1 of 65537 records"), "%s", heritage_last_error());
+	buf[8 + 5 * 8 + 5] = 0x00;
+	buf[8 + 5 * 8 + 4] = 0x01; /* 2^24 + 1: more than any trace */
+	ck_assert_int_eq(imc_trace_file_parse(buf, len, "big", &t), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "not a trace this library writes"));
+	buf[8 + 5 * 8 + 4] = 0x00;
+	buf[8 + 5 * 8 + 5] = 0xff; /* 0xff0001: under the limit, 1 there */
+	ck_assert_int_eq(imc_trace_file_parse(buf, len, "big", &t), -EINVAL);
+	ck_assert_msg(strstr(heritage_last_error(), "truncated: 1 of 16711681 records"), "%s", heritage_last_error());
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("imc_trace");
@@ -509,6 +609,11 @@ int main(void)
 	tcase_add_test(c, config_settings);
 	tcase_add_test(c, set_trace_cycles);
 	suite_add_tcase(s, c);
+	TCase *f = tcase_create("file");
+	tcase_add_test(f, saved_trace_round_trip);
+	tcase_add_test(f, saved_trace_cut_anywhere);
+	tcase_add_test(f, saved_trace_claims_more_than_it_has);
+	suite_add_tcase(s, f);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
 	int failed = srunner_ntests_failed(r);

@@ -312,6 +312,44 @@ START_TEST(missing_file)
 }
 END_TEST
 
+/* pm_db_parse reads a file's bytes as pm_db_load reads the file (the
+ * fuzzer's way in, fuzz/fuzz_pm_db.c): the same profile, and an empty or
+ * cut text refused with its name. */
+START_TEST(parse_bytes)
+{
+	char file[PATH_MAX + 64], why[512];
+	find_db();
+	snprintf(file, sizeof file, "%s/" EPOCH_NEW "/" AOUT, dbdir);
+	FILE *f = fopen(file, "r");
+	ck_assert_ptr_nonnull(f);
+	static char text[1 << 16];
+	size_t n = fread(text, 1, sizeof text, f);
+	fclose(f);
+	ck_assert_uint_gt(n, 0);
+	struct pm_db_profile *a = load_aout(), *b;
+	ck_assert_msg(pm_db_parse(text, n, "bytes", &b, why, sizeof why) == 0, "%s", why);
+	ck_assert_str_eq(b->name, a->name);
+	ck_assert_str_eq(b->unit, a->unit);
+	ck_assert_uint_eq(b->period, a->period);
+	ck_assert_uint_eq(b->ncols, a->ncols);
+	ck_assert_uint_eq(b->nrows, a->nrows);
+	ck_assert_mem_eq(b->pc, a->pc, a->nrows * sizeof *a->pc);
+	ck_assert_mem_eq(b->v, a->v, a->nrows * a->ncols * sizeof *a->v);
+	pm_db_free(a);
+	pm_db_free(b);
+
+	b = (void *)1;
+	ck_assert_int_eq(pm_db_parse("", 0, "empty", &b, why, sizeof why), -EINVAL);
+	ck_assert_ptr_null(b);
+	ck_assert_msg(strstr(why, "empty:1: no event line"), "%s", why);
+	/* Cut before its first event line: the headers alone are no profile. */
+	const char *ev = strstr(text, "\nevent ");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(pm_db_parse(text, (size_t)(ev - text) + 1, "cut", &b, why, sizeof why), -EINVAL);
+	ck_assert_msg(strstr(why, "no event line"), "%s", why);
+}
+END_TEST
+
 /* ---- epochs, listing, finding --------------------------------------------------- */
 
 START_TEST(epochs)
@@ -457,6 +495,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, malformed, 0, (int)(sizeof bads / sizeof bads[0]));
 	tcase_add_test(t, every_class);
 	tcase_add_test(t, missing_file);
+	tcase_add_test(t, parse_bytes);
 	tcase_add_test(t, epochs);
 	tcase_add_test(t, epochs_same_second);
 	tcase_add_test(t, list_and_find);

@@ -296,6 +296,25 @@ START_TEST(errors_name_position_and_word)
 }
 END_TEST
 
+/* fuzz_event_name's first find: "!notrap^!trap" (notrap required 0, then,
+ * by trap's synonym, 1) parsed to a set with both constraints, which
+ * formats as "!notrap" -- another set, so the PAPI event's name did not
+ * name it again.  A field required both ways is refused, naming it. */
+START_TEST(contradictions_refused)
+{
+	expect_error("!notrap^!trap", 0, "position 10", "\"trap\" contradicts an earlier constraint on notrap");
+	expect_error("retired^!retired", 0, "position 10", "contradicts an earlier constraint on retired");
+	expect_error("trap^notrap", 0, "position 6", "no sample is in this set");
+	expect_error("taken^valid^/taken:retdelay", 1, "position 14", "on taken");
+	struct pm_value v;
+	char why[256];
+	/* The same constraint twice is no contradiction. */
+	ck_assert_int_eq(pm_value_parse("retired^retired^!trap^notrap", &v, why, sizeof why), 0);
+	ck_assert_uint_eq(v.set.must1, PM_FIELD_BIT(PM_RETIRED) | PM_FIELD_BIT(PM_NOTRAP));
+	ck_assert_uint_eq(v.set.must0, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pm_sampleset");
@@ -313,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, tally_counts_and_sums);
 	tcase_add_test(tc, backend_check_names_the_missing_field);
 	tcase_add_test(tc, errors_name_position_and_word);
+	tcase_add_test(tc, contradictions_refused);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

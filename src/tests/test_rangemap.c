@@ -579,6 +579,23 @@ START_TEST(test_random_instr)
 }
 END_TEST
 
+/* PAPI_HERITAGE_ITANIUM2_MODE's values (it2_set_init reads them here). */
+START_TEST(test_mode_names)
+{
+	enum rangemap_mode m = RANGEMAP_EXACT;
+	ck_assert_int_eq(rangemap_mode_parse(NULL, &m), 0);
+	ck_assert_int_eq(m, RANGEMAP_COARSE);
+	ck_assert_int_eq(rangemap_mode_parse("Exact", &m), 0);
+	ck_assert_int_eq(m, RANGEMAP_EXACT);
+	ck_assert_int_eq(rangemap_mode_parse("COARSE", &m), 0);
+	ck_assert_int_eq(m, RANGEMAP_COARSE);
+	ck_assert_int_eq(rangemap_mode_parse("", &m), -EINVAL);
+	ck_assert_int_eq(rangemap_mode_parse("exactly", &m), -EINVAL);
+	ck_assert_int_eq(rangemap_mode_parse("fine", &m), -EINVAL);
+	ck_assert_int_eq(m, RANGEMAP_COARSE); /* a refused value changes nothing */
+}
+END_TEST
+
 static Suite *rangemap_suite(void)
 {
 	Suite *s = suite_create("rangemap");
@@ -597,6 +614,7 @@ static Suite *rangemap_suite(void)
 	tcase_add_test(tc, test_cover_overlaps);
 	tcase_add_test(tc, test_random_data);
 	tcase_add_test(tc, test_random_instr);
+	tcase_add_test(tc, test_mode_names);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
