@@ -1,7 +1,7 @@
 /*
  * range_bench: what Itanium 2 data-address-range counting costs on x86-64.
  *
- * One source, built four times: plain -O2 (gcc vectorises the work loops;
+ * One source, built five times: plain -O2 (gcc vectorises the work loops;
  * the trap backends count it), with the outline instrument flags (every
  * access calls libpapi's __asan_{load,store}N_noabort hooks) and with the
  * inline ones (every access checks a shadow byte inline and calls
@@ -9,9 +9,11 @@
  * instruments before it vectorises, so neither instrumented build is
  * vectorised.  The fourth build is clang's with its outline flags: clang
  * instruments after vectorising, so its loops stay vectorised and call a
- * hook per 16-byte vector access.  bench/run-bench runs the modes and
- * compares them; each mode prints `build plain|instrumented-outline|
- * instrumented-inline|instrumented-outline-clang` and
+ * hook per 16-byte vector access.  The fifth is clang's with its inline
+ * flags: the vectorised loops check the shadow inline and call only for
+ * watched granules.  bench/run-bench runs the modes and compares them; each
+ * mode prints `build plain|instrumented-outline|instrumented-inline|
+ * instrumented-outline-clang|instrumented-inline-clang` and
  * `key value` lines, and a backend that refuses prints
  * `key unavailable: <why>` and exits 0, so only a crash exits non-zero.
  *
@@ -77,11 +79,13 @@ static int inline_shadow_mapped(void)
 static const char *build_name(void)
 {
 #ifdef RB_INSTRUMENTED
-	if (inline_shadow_mapped())
-		return "instrumented-inline";
 #ifdef __clang__
+	if (inline_shadow_mapped())
+		return "instrumented-inline-clang";
 	return "instrumented-outline-clang";
 #else
+	if (inline_shadow_mapped())
+		return "instrumented-inline";
 	return "instrumented-outline";
 #endif
 #else
