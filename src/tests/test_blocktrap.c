@@ -251,6 +251,16 @@ START_TEST(rip_relative_rebased_and_jump_back)
 	ck_assert_int_eq(x.rip_relative, 0);
 	ck_assert_mem_eq(x.copy, add, sizeof add);
 
+	/* movdqa 0xb93(%rip),%xmm1 (clang's, at 0x10000: reads 0x10b9b):
+	 * capstone 4 leaves its encoding's disp_offset empty; the disp32 is
+	 * found in the bytes and re-based all the same. */
+	const uint8_t movdqa[] = { 0x66, 0x0f, 0x6f, 0x0d, 0x93, 0x0b, 0x00, 0x00 };
+	ck_assert_msg(watch_x86_xol_plan(movdqa, sizeof movdqa, 0x10000, 0x20000, &x, &why) == 0, "%s", why);
+	ck_assert_int_eq(x.rip_relative, 1);
+	memcpy(&d, x.copy + 4, 4);
+	ck_assert_int_eq((int64_t)0x20008 + d, 0x10b9b);
+	ck_assert_mem_eq(x.copy, movdqa, 4);
+
 	/* A slot out of rel32 reach of the data is refused. */
 	ck_assert_int_eq(watch_x86_xol_plan(mov, sizeof mov, 0x10000, 0x10000 + ((uint64_t)3 << 30), &x, &why), -1);
 	ck_assert_ptr_nonnull(strstr(why, "reach"));

@@ -113,6 +113,9 @@ int watch_session_start(struct watch_session *s, enum watch_backend forced, char
 			snprintf(why, len, "%s", first);
 			return err;
 		}
+		err = 0; /* the next one is tried (it used to end the loop: an
+		          * instruction range over clang code refused by blocktrap
+		          * failed with an empty reason, pagetrap never tried) */
 	}
 	return err;
 }

@@ -1336,9 +1336,22 @@ static int xol_plan(const cs_insn *in, const uint8_t *bytes, uint64_t pc, uint64
 		const cs_x86_op *o = &x->operands[i];
 		if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
 			continue;
-		if (x->encoding.disp_offset == 0 || x->encoding.disp_size != 4) {
-			*why = "a RIP-relative operand whose displacement capstone does not locate";
-			return -1;
+		unsigned disp_at = x->encoding.disp_offset;
+		if (disp_at == 0 || x->encoding.disp_size != 4) {
+			/* Capstone 4 leaves the encoding empty for some SSE
+			 * instructions (clang's movdqa 0xb93(%rip),%xmm1): the
+			 * disp32 is then found in the bytes, if only once. */
+			int32_t want = (int32_t)o->mem.disp;
+			unsigned found = 0;
+			for (unsigned k = 1; k + 4 <= in->size; k++)
+				if (!memcmp(bytes + k, &want, 4)) {
+					disp_at = k;
+					found++;
+				}
+			if (found != 1) {
+				*why = "a RIP-relative operand whose displacement capstone does not locate";
+				return -1;
+			}
 		}
 		int64_t d = (int64_t)(next + (uint64_t)o->mem.disp) - (int64_t)(slot + in->size);
 		if (d != (int32_t)d) {
@@ -1346,7 +1359,7 @@ static int xol_plan(const cs_insn *in, const uint8_t *bytes, uint64_t pc, uint64
 			return -1;
 		}
 		int32_t d32 = (int32_t)d;
-		memcpy(out->copy + x->encoding.disp_offset, &d32, 4);
+		memcpy(out->copy + disp_at, &d32, 4);
 		out->rip_relative = 1;
 		break;
 	}
