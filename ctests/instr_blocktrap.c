@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callgrind_self.h"
 #include "heritage_test.h"
 
 __attribute__((noinline)) long bt_callee(long x)
@@ -208,63 +209,6 @@ static long long against_pagetrap(const char *what, const void *lo, const void *
 	EXPECT_EQ("blocktrap = pagetrap (IBRP0)", vb[1], vp[1]);
 	EXPECT_EQ("the routine's result, stepped", rp, rb);
 	return vb[0];
-}
-
-/* callgrind's self Ir of name, running this program's `work name n`; -1
- * when valgrind cannot run here. */
-static long long callgrind_self(const char *name, long n)
-{
-	const char *tmp = getenv("TMPDIR");
-	char out[1024];
-	if (snprintf(out, sizeof out, "%s/instr_blocktrap.callgrind.XXXXXX", tmp && *tmp ? tmp : P_tmpdir) >=
-	    (int)sizeof out)
-		return -1;
-	int fd = mkstemp(out);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	char exe[4096];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (k <= 0)
-		return -1;
-	exe[k] = 0;
-	char cmd[8192];
-	if (snprintf(cmd, sizeof cmd,
-	             "valgrind --tool=callgrind --callgrind-out-file=%s --toggle-collect=%s --compress-strings=no "
-	             "--compress-pos=no --skip-plt=no '%s' work %s %ld >/dev/null 2>&1",
-	             out, name, exe, name, n) >= (int)sizeof cmd) {
-		unlink(out);
-		return -1;
-	}
-	int rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
-		unlink(out);
-		return -1;
-	}
-	FILE *f = fopen(out, "r");
-	long long self = 0;
-	int in = 0, after_calls = 0;
-	char line[4096];
-	while (f && fgets(line, sizeof line, f)) {
-		if (strncmp(line, "fn=", 3) == 0) {
-			line[strcspn(line, "\n'")] = 0;
-			in = strcmp(line + 3, name) == 0;
-			after_calls = 0;
-			continue;
-		}
-		if (strncmp(line, "calls=", 6) == 0) {
-			after_calls = 1;
-			continue;
-		}
-		long long pos, ir;
-		if (in && sscanf(line, "%lld %lld", &pos, &ir) == 2 && !after_calls)
-			self += ir;
-		after_calls = 0;
-	}
-	if (f)
-		fclose(f);
-	unlink(out);
-	return self;
 }
 
 static void against_callgrind(const struct routine *r, long n)
