@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/heritage_env.h"
 
@@ -78,8 +79,15 @@ START_TEST(names_longer_than_the_buffer_are_not_found)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* test_env print COMPONENT KNOB: what heritage_env gives this process
+	 * and its effective uid (tests/cases/secure_env.test runs a setuid copy). */
+	if (argc == 4 && !strcmp(argv[1], "print")) {
+		const char *v = heritage_env(argv[2], argv[3]);
+		printf("%s euid=%u\n", v ? v : "(none)", (unsigned)geteuid());
+		return 0;
+	}
 	Suite *s = suite_create("env");
 	TCase *tc = tcase_create("heritage_env");
 	tcase_add_test(tc, unset_and_empty_are_null);
