@@ -22,6 +22,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -505,7 +506,10 @@ static unsigned char *saved_trace(unsigned n, size_t *len)
 	}
 	struct imc_trace_file f = { .scom = IMC_SCOM_POWER9, .ldbar = 1, .hz = 1000, .samples = n, .lost = 2,
 	                            .nrecords = n, .records = &rec[0][0], .maps = maps, .nmaps = 2 };
-	char path[] = "/tmp/test_imc_trace_XXXXXX";
+	/* Where the harness says (TMPDIR), else the system's. */
+	const char *tmp = getenv("TMPDIR");
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/test_imc_trace_XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
