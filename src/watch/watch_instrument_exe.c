@@ -74,8 +74,32 @@ static void set_blocks_any(int on)
 	__atomic_store_n(&blocks_any, on, __ATOMIC_RELAXED);
 }
 
+/* The pass plugin's state (watch_instrument_exe.h): exported, since the
+ * instrumented code refers to it by name. */
+__thread struct watch_instrument_range __papi_heritage_range = {
+	.loads = &discard,
+	.stores = &discard,
+};
+
+void __papi_heritage_range_slow(uint64_t a, uint64_t size, int store);
+void __papi_heritage_range_slow(uint64_t a, uint64_t size, int store)
+{
+	papi_heritage_instrument_slow(a, size, store, PC());
+}
+
 static void set_thread(uintptr_t lo, uintptr_t hi, int slow, uint64_t *loads, uint64_t *stores)
 {
+	struct watch_instrument_range *r = &__papi_heritage_range;
+
+	/* A slow session's hits are counted by papi_heritage_instrument_slow;
+	 * the inline counts it also makes go nowhere. */
+	r->loads = loads && !slow ? loads : &discard;
+	r->stores = stores && !slow ? stores : &discard;
+	r->slow = (uint64_t)slow;
+	r->lo = lo;
+	/* Everything (hi = UINTPTR_MAX) is 2^62 bytes from lo, past any user
+	 * address, so that len + n - 1 cannot wrap. */
+	r->len = hi - lo < (UINT64_C(1) << 62) ? hi - lo : UINT64_C(1) << 62;
 	t.loads = loads ? loads : &discard;
 	t.stores = stores ? stores : &discard;
 	t.slow = slow;

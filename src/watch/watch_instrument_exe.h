@@ -36,6 +36,19 @@ struct watch_instrument_exe {
 	uintptr_t trace_pc;
 };
 
+/* The per-thread state that code built with the pass plugin
+ * (papi-heritage-instrument-clang-pass, instrument_pass.cpp) tests and
+ * counts inline; the pass knows this layout.  An access of size n at a
+ * counts when a - lo + n - 1 < len + n - 1 (unsigned); lo = len = 0: none.
+ * Plain hits go to function-local counts, added to *loads / *stores before
+ * each call and return; slow != 0 sends every hit to
+ * __papi_heritage_range_slow instead. */
+struct watch_instrument_range {
+	uint64_t lo, len;
+	uint64_t *loads, *stores;
+	uint64_t slow;
+};
+
 /* In libpapi. */
 void papi_heritage_instrument_attach(const struct watch_instrument_exe *exe);
 void papi_heritage_instrument_slow(uintptr_t a, size_t size, int store, uintptr_t pc);
