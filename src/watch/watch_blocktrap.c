@@ -879,6 +879,9 @@ static int bt_start(struct watch_session *s, char *why, size_t len)
 	int err = bt_fits(&s->req, why, len);
 	if (err)
 		return err;
+	err = watch_signal_session("blocktrap", why, len);
+	if (err)
+		return err;
 	struct bt_session *bs = calloc(1, sizeof *bs);
 	if (!bs)
 		return -ENOMEM;

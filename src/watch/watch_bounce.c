@@ -14,6 +14,7 @@
 #endif
 #include "common/heritage_error.h"
 #include "watch_bounce.h"
+#include "watch_got.h"
 #include "watch_signal.h"
 
 #include <dlfcn.h>
@@ -204,7 +205,7 @@ typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, __SOCKADDR_ARG, socklen
 typedef ssize_t (*send_fn)(int, const void *, size_t, int);
 typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, __CONST_SOCKADDR_ARG, socklen_t);
 
-HERITAGE_PUBLIC ssize_t read(int fd, void *buf, size_t n)
+static ssize_t bounce_read(int fd, void *buf, size_t n)
 {
 	read_fn real = REAL(read_fn, read);
 	PASS_THROUGH(buf, n, real(fd, buf, n));
@@ -213,7 +214,7 @@ HERITAGE_PUBLIC ssize_t read(int fd, void *buf, size_t n)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t write(int fd, const void *buf, size_t n)
+static ssize_t bounce_write(int fd, const void *buf, size_t n)
 {
 	write_fn real = REAL(write_fn, write);
 	PASS_THROUGH(buf, n, real(fd, buf, n));
@@ -222,7 +223,7 @@ HERITAGE_PUBLIC ssize_t write(int fd, const void *buf, size_t n)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+static ssize_t bounce_pread64(int fd, void *buf, size_t n, off_t off)
 {
 	pread_fn real = REAL(pread_fn, pread64);
 	PASS_THROUGH(buf, n, real(fd, buf, n, off));
@@ -231,12 +232,12 @@ HERITAGE_PUBLIC ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t pread(int fd, void *buf, size_t n, off_t off)
+static ssize_t bounce_pread(int fd, void *buf, size_t n, off_t off)
 {
-	return pread64(fd, buf, n, off);
+	return bounce_pread64(fd, buf, n, off);
 }
 
-HERITAGE_PUBLIC ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+static ssize_t bounce_pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
 	pwrite_fn real = REAL(pwrite_fn, pwrite64);
 	PASS_THROUGH(buf, n, real(fd, buf, n, off));
@@ -245,12 +246,12 @@ HERITAGE_PUBLIC ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+static ssize_t bounce_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	return pwrite64(fd, buf, n, off);
+	return bounce_pwrite64(fd, buf, n, off);
 }
 
-HERITAGE_PUBLIC ssize_t recv(int fd, void *buf, size_t n, int flags)
+static ssize_t bounce_recv(int fd, void *buf, size_t n, int flags)
 {
 	recv_fn real = REAL(recv_fn, recv);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
@@ -259,7 +260,7 @@ HERITAGE_PUBLIC ssize_t recv(int fd, void *buf, size_t n, int flags)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *alen)
+static ssize_t bounce_recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *alen)
 {
 	recvfrom_fn real = REAL(recvfrom_fn, recvfrom);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
@@ -268,7 +269,7 @@ HERITAGE_PUBLIC ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKA
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t send(int fd, const void *buf, size_t n, int flags)
+static ssize_t bounce_send(int fd, const void *buf, size_t n, int flags)
 {
 	send_fn real = REAL(send_fn, send);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags));
@@ -277,7 +278,7 @@ HERITAGE_PUBLIC ssize_t send(int fd, const void *buf, size_t n, int flags)
 #undef CALL
 }
 
-HERITAGE_PUBLIC ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t alen)
+static ssize_t bounce_sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t alen)
 {
 	sendto_fn real = REAL(sendto_fn, sendto);
 	PASS_THROUGH(buf, n, real(fd, buf, n, flags, addr, alen));
@@ -298,7 +299,7 @@ static int iov_watched(const struct iovec *iov, int cnt, size_t *total)
 	return watched;
 }
 
-HERITAGE_PUBLIC ssize_t readv(int fd, const struct iovec *iov, int cnt)
+static ssize_t bounce_readv(int fd, const struct iovec *iov, int cnt)
 {
 	readv_fn real = REAL(readv_fn, readv);
 	size_t total;
@@ -322,7 +323,7 @@ HERITAGE_PUBLIC ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return r;
 }
 
-HERITAGE_PUBLIC ssize_t writev(int fd, const struct iovec *iov, int cnt)
+static ssize_t bounce_writev(int fd, const struct iovec *iov, int cnt)
 {
 	readv_fn real = REAL(readv_fn, writev);
 	size_t total;
@@ -350,9 +351,33 @@ HERITAGE_PUBLIC ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-HERITAGE_PUBLIC ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+static ssize_t bounce_read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();
-	return read(fd, buf, n);
+	return bounce_read(fd, buf, n);
+}
+
+/* What the callers' GOT slots get (watch_got.c), at the page-trap backend's
+ * first start: before it, a program linked with libpapi calls libc's own. */
+static const struct watch_got_hook bounce_hooks[] = {
+	{ "read", (void *)bounce_read },
+	{ "write", (void *)bounce_write },
+	{ "pread", (void *)bounce_pread },
+	{ "pread64", (void *)bounce_pread64 },
+	{ "pwrite", (void *)bounce_pwrite },
+	{ "pwrite64", (void *)bounce_pwrite64 },
+	{ "readv", (void *)bounce_readv },
+	{ "writev", (void *)bounce_writev },
+	{ "recv", (void *)bounce_recv },
+	{ "recvfrom", (void *)bounce_recvfrom },
+	{ "send", (void *)bounce_send },
+	{ "sendto", (void *)bounce_sendto },
+	{ "__read_chk", (void *)bounce_read_chk },
+};
+
+int watch_bounce_interpose(char *why, size_t len)
+{
+	int n = watch_got_hook_add(bounce_hooks, sizeof bounce_hooks / sizeof bounce_hooks[0], why, len);
+	return n < 0 ? n : 0;
 }

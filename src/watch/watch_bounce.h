@@ -22,6 +22,11 @@ typedef unsigned (*watch_bounce_overlapping_fn)(uintptr_t lo, uintptr_t hi, stru
  * protected, no lookup), overlapping() finds them. */
 void watch_bounce_set_runs(const _Atomic unsigned *watching, watch_bounce_overlapping_fn overlapping);
 
+/* Points the program's calls of those functions at the wrappers
+ * (watch_got.h); each page-trap start calls it, for objects loaded since.
+ * 0, or -errno with why. */
+int watch_bounce_interpose(char *why, size_t len);
+
 /* Calls redirected through a bounce buffer so far. */
 uint64_t watch_bounce_count(void);
 

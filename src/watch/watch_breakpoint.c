@@ -71,6 +71,7 @@
 
 #include "watch/watch.h"
 #include "watch/watch_breakpoint.h"
+#include "watch/watch_signal.h"
 #include "watch/watch_step.h"
 #include "watch/watch_sys.h"
 #include "watch/watch_x86.h"
@@ -850,7 +851,9 @@ void watch_breakpoint_probe(struct heritage_probe_result *r)
 		s.req.ndata = 1;
 		s.req.want_data = 1;
 		s.req.data[0] = (struct watch_interval){ a, a + lens[i] };
+		watch_signal_probing(1);
 		int err = breakpoint_start(&s, why, sizeof why);
+		watch_signal_probing(0);
 		if (err) {
 			int e = -err;
 			if (e == EACCES || e == EPERM) {

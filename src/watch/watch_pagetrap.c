@@ -921,6 +921,16 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 		set_why(why, len, "pagetrap: cannot install signal handlers (%s)", strerror(-err));
 		return err;
 	}
+	/* The program's read(), write()... reach the bounce buffers from the
+	 * first real session on (watch_got.c); a probe has no system calls into
+	 * its page. */
+	if (!probing) {
+		err = watch_signal_session("pagetrap", why, len);
+		if (!err)
+			err = watch_bounce_interpose(why, len);
+		if (err)
+			return err;
+	}
 	watch_signal_ensure_altstack();
 
 	struct watch_interval iv[WATCH_MAX_INTERVALS] = { { 0, 0 } }, civ[WATCH_CODE_PAIRS] = { { 0, 0 } };

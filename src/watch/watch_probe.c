@@ -14,6 +14,7 @@
 
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "watch/watch_signal.h"
 #include "watch/watch_blocktrap.h"
 #include "watch/watch_pagetrap.h"
 #include "watch/watch_step.h"
@@ -51,7 +52,9 @@ void watch_single_step_probe(struct heritage_probe_result *r)
 	struct step_tally t = { 0, 0 };
 	char why[WATCH_ERRLEN];
 
+	watch_signal_probing(1);
 	int err = watch_step_start(count_step, &t, why, sizeof why);
+	watch_signal_probing(0);
 	if (err) {
 		r->state = HERITAGE_PROBE_ABSENT;
 		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);
@@ -89,7 +92,9 @@ void watch_pagetrap_probe(struct heritage_probe_result *r)
 	s.req.want_data = 1;
 	s.req.data[0] = (struct watch_interval){ (uintptr_t)p, (uintptr_t)p + (uintptr_t)page };
 	watch_pagetrap_probing(1);
+	watch_signal_probing(1);
 	int err = watch_pagetrap_ops.start(&s, why, sizeof why);
+	watch_signal_probing(0);
 	watch_pagetrap_probing(0);
 	if (err) {
 		munmap((void *)p, (size_t)page);
@@ -125,7 +130,9 @@ void watch_blocktrap_probe(struct heritage_probe_result *r)
 	s.req.want_code = 1;
 	s.req.ncode = 1;
 	s.req.code_pair[0] = (struct watch_interval){ (uintptr_t)watch_probe_blocks, (uintptr_t)watch_probe_blocks_end };
+	watch_signal_probing(1);
 	int err = watch_blocktrap_ops.start(&s, why, sizeof why);
+	watch_signal_probing(0);
 	if (err) {
 		r->state = HERITAGE_PROBE_ABSENT;
 		snprintf(r->evidence, sizeof r->evidence, "%.300s", why);

@@ -6,7 +6,11 @@
  * sigaction() and signal() are interposed for SIGSEGV and SIGTRAP (and SIGFPE
  * once a client claimed it, SIGFPE, SIGILL and SIGBUS after
  * watch_signal_faults_start) so that our handlers stay first; what the
- * application installs is recorded and run by chain().  A fault of an
+ * application installs is recorded and run by chain().  Interposed by
+ * consent (watch_got.c): from a session's first start, not from the probes
+ * that PAPI_library_init runs; a handler the application installed through
+ * libc's own sigaction() before that is taken over at each start
+ * (take_dispositions).  A fault of an
  * instruction stepped by watch_step_one_ex() cancels that step before any
  * client or the application sees the signal (step_one_fault).
  *
@@ -20,6 +24,7 @@
 #define _GNU_SOURCE
 #endif
 #include "common/heritage_error.h"
+#include "watch_got.h"
 #include "watch_park.h"
 #include "watch_signal.h"
 
@@ -594,13 +599,37 @@ int watch_signal_init(void)
 	return init_error;
 }
 
+static int take_dispositions(char *why, size_t len);
+
+/* Set by the mechanism probes (watch_probe.c, watch_breakpoint.c): their
+ * starts are not a session's, and leave libc's sigaction() to the program. */
+static __thread int engine_probing;
+
+void watch_signal_probing(int on)
+{
+	engine_probing = on;
+}
+
 int watch_signal_start(const char *who, char *why, size_t len)
 {
 	int err = watch_signal_init();
 	if (!err)
 		err = install_handlers();
-	if (err)
+	if (err) {
 		set_why(why, len, "%s: cannot start (%s)", who, strerror(-err));
+		return err;
+	}
+	return watch_signal_session(who, why, len);
+}
+
+int watch_signal_session(const char *who, char *why, size_t len)
+{
+	if (engine_probing)
+		return 0;
+	char got_why[256] = "";
+	int err = take_dispositions(got_why, sizeof got_why);
+	if (err)
+		set_why(why, len, "%s: cannot start (%s)", who, got_why);
 	return err;
 }
 
@@ -788,7 +817,7 @@ int watch_trap_perf_claim(watch_signal_fn fn, char *why, size_t len)
  * the application's action is recorded (and reported back as oldact) and
  * called by chain() for the faults and traps that are not ours.  Not
  * interposed: sigset(), sysv_signal(), bsd_signal(), and raw rt_sigaction. */
-HERITAGE_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+static int engine_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	if (((sig == SIGSEGV || sig == SIGTRAP) && engine->installed) ||
 	    (sig == SIGFPE && atomic_load(&engine->fpe_claimed)) ||
@@ -804,7 +833,7 @@ HERITAGE_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigac
 	return __sigaction(sig, act, oldact);
 }
 
-HERITAGE_PUBLIC sighandler_t signal(int sig, sighandler_t handler)
+static sighandler_t engine_signal(int sig, sighandler_t handler)
 {
 	struct sigaction act, old;
 	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
@@ -817,7 +846,56 @@ HERITAGE_PUBLIC sighandler_t signal(int sig, sighandler_t handler)
 	sigemptyset(&act.sa_mask);
 	sigaddset(&act.sa_mask, sig);
 	act.sa_flags = SA_RESTART;
-	if (sigaction(sig, &act, &old) != 0)
+	if (engine_sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+static const struct watch_got_hook signal_hooks[] = {
+	{ "sigaction", (void *)engine_sigaction },
+	{ "signal", (void *)engine_signal },
+};
+
+/* The engine's handler for sig back in place if the application replaced it
+ * through libc's own sigaction() (before the interposition, or from code it
+ * does not reach: a dlopen'ed object, a saved function pointer); what it
+ * installed becomes its recorded action.  Under app_lock. */
+static int reclaim(int sig, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction cur;
+
+	if (__sigaction(sig, NULL, &cur) != 0)
+		return -errno;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn)
+		return 0;
+	struct sigaction sa = engine_action(fn);
+	*app_action(sig) = cur;
+	return __sigaction(sig, &sa, NULL) != 0 ? -errno : 0;
+}
+
+/* A session's start: sigaction()/signal() interposed, every signal the
+ * engine owns its own again. */
+static int take_dispositions(char *why, size_t len)
+{
+	int n = watch_got_hook_add(signal_hooks, sizeof signal_hooks / sizeof signal_hooks[0], why, len);
+	if (n < 0)
+		return n;
+	int err = 0;
+	unsigned faults = atomic_load(&engine->faults_installed);
+	app_lock();
+	if (engine->installed) {
+		err = reclaim(SIGSEGV, on_segv);
+		if (!err)
+			err = reclaim(SIGTRAP, on_trap);
+	}
+	if (!err && (atomic_load(&engine->fpe_claimed) || (faults & watch_sigbit(SIGFPE))))
+		err = reclaim(SIGFPE, on_fpe);
+	if (!err && (faults & watch_sigbit(SIGILL)))
+		err = reclaim(SIGILL, on_fpe);
+	if (!err && (faults & watch_sigbit(SIGBUS)))
+		err = reclaim(SIGBUS, on_fpe);
+	app_unlock();
+	if (err)
+		set_why(why, len, "signal engine: taking back its handlers: %s", strerror(-err));
+	return err;
 }

@@ -95,8 +95,16 @@ struct watch_signal_client {
 int watch_signal_register(const struct watch_signal_client *c, char *why, size_t len);
 
 /* Before a client's first signal: the engine's state, its handlers for
- * SIGSEGV and SIGTRAP.  0, or -errno with "<who>: cannot start (...)". */
+ * SIGSEGV and SIGTRAP, and (outside the probes) sigaction()/signal()
+ * interposed and every handler the engine owns its own again.  0, or -errno
+ * with "<who>: cannot start (...)". */
 int watch_signal_start(const char *who, char *why, size_t len);
+/* Every session start of a client whose watch_signal_start ran once only:
+ * the interposition and the handlers as watch_signal_start leaves them
+ * (nothing while probing).  0, or -errno with "<who>: cannot start (...)". */
+int watch_signal_session(const char *who, char *why, size_t len);
+/* Around a mechanism probe: its starts leave sigaction() alone. */
+void watch_signal_probing(int on);
 /* Also the engine's handlers for SIGFPE, SIGILL and SIGBUS, with sigaction()
  * and signal() interposed for them as for SIGSEGV, so that a fault of an
  * instruction stepped by watch_step_one_ex() is seen first (the
