@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/heritage_daemon.h"
@@ -22,10 +23,28 @@ const char *heritage_daemon_default_pidfile(const char *name, char *buf, size_t 
 	return buf;
 }
 
+/* An account's pidfile sits in a directory others may write (P_tmpdir when
+ * there is no XDG_RUNTIME_DIR): a symbolic link or a file planted there by
+ * another account is neither followed nor believed. */
+static int own_regular_file(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
 long heritage_daemon_read_pid(const char *pidfile)
 {
-	FILE *f = fopen(pidfile, "r");
+	int fd = open(pidfile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!own_regular_file(fd)) {
+		close(fd);
+		return -1;
+	}
+	FILE *f = fdopen(fd, "r");
 	long pid = -1;
+	if (!f)
+		close(fd);
 	if (f) {
 		if (fscanf(f, "%ld", &pid) != 1)
 			pid = -1;
@@ -36,7 +55,11 @@ long heritage_daemon_read_pid(const char *pidfile)
 
 int heritage_daemon_stop(const char *name, const char *pidfile)
 {
-	int fd = open(pidfile, O_RDWR | O_CLOEXEC);
+	int fd = open(pidfile, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP) {
+		fprintf(stderr, "%s: %s is a symbolic link: not followed (remove it)\n", name, pidfile);
+		return 1;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "%s: not running (no %s)\n", name, pidfile);
 		return 1;
@@ -78,9 +101,16 @@ int heritage_daemon_command(const char *name, int argc, char **argv, int first, 
 
 int heritage_daemon_lock(const char *name, const char *pidfile)
 {
-	int pfd = open(pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int pfd = open(pidfile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (pfd < 0) {
-		fprintf(stderr, "%s: %s: %s\n", name, pidfile, strerror(errno));
+		fprintf(stderr, "%s: %s: %s%s\n", name, pidfile, strerror(errno),
+		        errno == ELOOP ? " (a symbolic link: not followed; remove it)" : "");
+		return -1;
+	}
+	if (!own_regular_file(pfd)) {
+		fprintf(stderr, "%s: %s: not a regular file of this account's: refusing it (remove it)\n", name,
+		        pidfile);
+		close(pfd);
 		return -1;
 	}
 	if (flock(pfd, LOCK_EX | LOCK_NB) != 0) {
