@@ -105,8 +105,10 @@ struct hm_state {
 	char imc_status[700];
 	/* mesh */
 	char mesh_path[512];
-	const struct rpm_mesh_state *mesh;
-	ino_t mesh_ino;
+	/* A copy, not a mapping: anyone may write the mesh object (0666) and so
+	 * truncate it, and a load from a mapping past its end is SIGBUS, which
+	 * would kill the agent for every client.  NULL: no mesh now. */
+	struct rpm_mesh_state *mesh, mesh_copy;
 	char mesh_status[600];
 	/* instances */
 	struct hm_inst *inst[HM_NINDOMS];
@@ -173,14 +175,6 @@ static void rpmd_drop(struct hm_state *s)
 	s->rpmd_ino = 0;
 }
 
-static void mesh_drop(struct hm_state *s)
-{
-	if (s->mesh)
-		munmap((void *)s->mesh, sizeof *s->mesh);
-	s->mesh = NULL;
-	s->mesh_ino = 0;
-}
-
 static void page_drop(struct hm_nest_page *p)
 {
 	if (p->mem)
@@ -194,7 +188,6 @@ void hm_close(struct hm_state *s)
 	if (!s)
 		return;
 	rpmd_drop(s);
-	mesh_drop(s);
 	for (unsigned p = 0; p < s->npages; p++)
 		page_drop(&s->pages[p]);
 	free(s->pages);
@@ -303,46 +296,39 @@ static void imc_refresh(struct hm_state *s)
 
 static void mesh_refresh(struct hm_state *s)
 {
-	/* Any process may create the mesh (mode 0666) and replace it once
-	 * nobody is on it: follow the object now at the name. */
-	if (s->mesh && inode_at(s->mesh_path) != s->mesh_ino)
-		mesh_drop(s);
-	if (s->mesh)
-		return;
-	int fd = open(s->mesh_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Any process may create the mesh and replace it once nobody is on it:
+	 * the object now at the name, copied whole with one pread (36 KiB; the
+	 * counters are 8-byte aligned and each store to them is atomic). */
+	s->mesh = NULL;
+	int fd = open(s->mesh_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(s->mesh_status, sizeof s->mesh_status, "unavailable: %s: %s (no process has used the mesh)",
 		         s->mesh_path, strerror(errno));
 		return;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(struct rpm_mesh_state)) {
-		snprintf(s->mesh_status, sizeof s->mesh_status, "unavailable: %s is not a mesh object of this version "
-		         "(%lld bytes, %zu expected)", s->mesh_path, (long long)st.st_size, sizeof(struct rpm_mesh_state));
-		close(fd);
-		return;
-	}
-	void *m = mmap(NULL, sizeof(struct rpm_mesh_state), PROT_READ, MAP_SHARED, fd, 0);
+	ssize_t got = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		got = pread(fd, &s->mesh_copy, sizeof s->mesh_copy, 0);
 	int e = errno;
 	close(fd);
-	if (m == MAP_FAILED) {
-		snprintf(s->mesh_status, sizeof s->mesh_status, "unavailable: %s: mmap: %s", s->mesh_path, strerror(e));
+	if (got != (ssize_t)sizeof s->mesh_copy) {
+		snprintf(s->mesh_status, sizeof s->mesh_status, "unavailable: %s is not a mesh object of this version "
+		         "(%s; %zu bytes expected)", s->mesh_path, got < 0 ? strerror(e) : "too short",
+		         sizeof s->mesh_copy);
 		return;
 	}
-	const struct rpm_mesh_state *ms = m;
-	if (__atomic_load_n(&ms->magic, __ATOMIC_ACQUIRE) != RPM_SHARED_MAGIC) {
+	if (s->mesh_copy.magic != RPM_SHARED_MAGIC) {
 		snprintf(s->mesh_status, sizeof s->mesh_status, "unavailable: %s is not initialised (yet)", s->mesh_path);
-		munmap(m, sizeof(struct rpm_mesh_state));
 		return;
 	}
-	s->mesh = ms;
-	s->mesh_ino = st.st_ino;
+	s->mesh = &s->mesh_copy;
 }
 
 /* rows x cols now, bounded by the object's size. */
 static unsigned mesh_nodes(const struct rpm_mesh_state *m)
 {
-	uint64_t n = (uint64_t)__atomic_load_n(&m->rows, __ATOMIC_RELAXED) * __atomic_load_n(&m->cols, __ATOMIC_RELAXED);
+	uint64_t n = (uint64_t)m->rows * m->cols;
 	return n > RPM_MESH_MAX_NODES ? RPM_MESH_MAX_NODES : (unsigned)n;
 }
 
@@ -391,10 +377,9 @@ void hm_refresh(struct hm_state *s)
 			in->id = (int)(n * RPM_NDIRS + d);
 			snprintf(in->name, sizeof in->name, "node%u:%s", n, dir[d]);
 		}
-	if (s->mesh) {
-		struct rpm_mesh_shape m = { .rows = s->mesh->rows, .cols = s->mesh->cols };
-		snprintf(s->mesh_status, sizeof s->mesh_status, "%s: %ux%u mesh", s->mesh_path, m.rows, m.cols);
-	}
+	if (s->mesh)
+		snprintf(s->mesh_status, sizeof s->mesh_status, "%s: %ux%u mesh", s->mesh_path, s->mesh->rows,
+		         s->mesh->cols);
 }
 
 const struct hm_inst *hm_instances(struct hm_state *s, enum hm_indom indom, unsigned *n)
@@ -495,7 +480,7 @@ int hm_value(struct hm_state *s, const struct hm_metric *m, int inst, union hm_v
 			return -EAGAIN;
 		if (inst < 0 || (unsigned)inst >= mesh_nodes(s->mesh) * RPM_NDIRS)
 			return -ENOENT;
-		v->u64 = __atomic_load_n(&s->mesh->bytes[inst], __ATOMIC_RELAXED);
+		v->u64 = s->mesh->bytes[inst];
 		return 0;
 	case HM_MESH_NODES:
 		if (!s->mesh)
@@ -507,7 +492,7 @@ int hm_value(struct hm_state *s, const struct hm_metric *m, int inst, union hm_v
 			return -EAGAIN;
 		unsigned live = 0, n = mesh_nodes(s->mesh);
 		for (unsigned i = 0; i < n; i++)
-			live += heritage_pid_alive(__atomic_load_n(&s->mesh->pid[i], __ATOMIC_RELAXED));
+			live += heritage_pid_alive(s->mesh->pid[i]);
 		v->u32 = live;
 		return 0;
 	}

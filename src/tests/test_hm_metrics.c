@@ -5,7 +5,8 @@
  * identifier, and the values read from sources this test fills with known
  * counts: a mesh with known messages, an rpmd service page and an imcd
  * nest page published here with known counters.  A source that is absent
- * gives -EAGAIN, never 0, and reading never creates it.
+ * gives -EAGAIN, never 0, and reading never creates it; a mesh object cut
+ * short by anyone (it is 0666) is unavailable, not a crash.
  *
  * Each test runs in its own child (Check's fork mode) on its own objects
  * (/dev/shm/hrt-unit-<pid>-<test>-*), removed at the end.
@@ -197,6 +198,36 @@ START_TEST(mesh_bytes_are_the_routers_counts)
 }
 END_TEST
 
+START_TEST(a_truncated_mesh_is_unavailable_not_a_crash)
+{
+	/* Anyone may write the mesh object (0666): cut to 100 bytes under a
+	 * reader that had mapped it, a load past the end would be SIGBUS. */
+	fresh_name("meshcut");
+	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x2", 1);
+	struct hm_state *s;
+	ck_assert_int_eq(hm_open(&s), 0);
+	struct rpm_host *h;
+	ck_assert_msg(rpm_host_open(&h) == 0, "%s", heritage_last_error());
+	ck_assert_int_eq(rpm_host_join(h, 0), 0);
+	ck_assert_int_eq(rpm_host_send(h, 3, 6400), 0);
+	hm_refresh(s);
+	uint64_t v;
+	ck_assert_int_eq(value(s, "heritage.mesh.bytes", RPM_DIR_EAST, &v), 0);
+	ck_assert_uint_eq(v, 6400);
+	char path[256];
+	snprintf(path, sizeof path, "/dev/shm/%s-mesh", rpm_shared_name());
+	ck_assert_int_eq(truncate(path, 100), 0);
+	hm_refresh(s);
+	ck_assert_int_eq(value(s, "heritage.mesh.bytes", RPM_DIR_EAST, &v), -EAGAIN);
+	ck_assert_msg(strstr(status(s, "heritage.mesh.status"), "is not a mesh object"), "%s",
+	              status(s, "heritage.mesh.status"));
+	unsigned n;
+	hm_instances(s, HM_INDOM_ROUTER, &n);
+	ck_assert_uint_eq(n, 0);
+	hm_close(s);
+}
+END_TEST
+
 START_TEST(rpmd_counts_are_the_pages)
 {
 	fresh_name("rpmd");
@@ -319,6 +350,7 @@ int main(void)
 	tcase_add_test(tc, table_is_consistent);
 	tcase_add_test(tc, pmns_and_help_name_every_metric);
 	tcase_add_test(tc, mesh_bytes_are_the_routers_counts);
+	tcase_add_test(tc, a_truncated_mesh_is_unavailable_not_a_crash);
 	tcase_add_test(tc, rpmd_counts_are_the_pages);
 	tcase_add_test(tc, imc_nest_counts_are_the_pages_times_the_scale);
 	suite_add_tcase(s, tc);
