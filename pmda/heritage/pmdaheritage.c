@@ -167,8 +167,10 @@ int main(int argc, char **argv)
 	/* Every source is readable by any account (rpmd's page 0444, imcd's
 	 * 0644, the mesh 0666): run as PCP's unprivileged user, as PMDAs do,
 	 * when started as root (by pmcd); else as the account that runs it. */
-	if (geteuid() == 0)
-		pmSetProcessIdentity(opts.username ? opts.username : pmGetOptionalConfig("PCP_USER") ? pmGetOptionalConfig("PCP_USER") : "pcp");
+	if (geteuid() == 0) {
+		const char *user = opts.username ? opts.username : pmGetOptionalConfig("PCP_USER");
+		pmSetProcessIdentity(user ? user : "pcp");
+	}
 	heritage_init(&dispatch);
 	pmdaConnect(&dispatch);
 	pmdaMain(&dispatch);
