@@ -5,7 +5,8 @@ library's), compared with the map libpapi-heritage-mpi wrote (CSV).
 
     mpi_mesh_check.py MAP.csv NRANKS RxC PATTERN ARGS...
 
-PATTERN ARGS as given to mpi_traffic (ring, ringrev, all2one, halo, coll).
+PATTERN ARGS as given to mpi_traffic (ring, ringrev, all2one, halo, halop,
+coll).
 A router's north/south/east/west are the bytes leaving it that way: every
 router a message passes, its source included, its destination not; X (along
 the row, east/west) first, then Y.  Point-to-point bytes are exact and go in
@@ -57,7 +58,7 @@ def expected(n, rows, cols, pattern, args):
         for r in range(n):
             if r != root:
                 send(p2p, r, root, nbytes * iters)
-    elif pattern == "halo":
+    elif pattern in ("halo", "halop"):
         pr, pc, iters = int(args[0]), int(args[1]), int(args[2])
         base = {"north": 500, "south": 600, "east": 700, "west": 800}
         for r in range(n):

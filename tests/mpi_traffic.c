@@ -19,6 +19,8 @@
  *                                     sends (D + rank) doubles towards each
  *                                     neighbour, D = 500 north (row-1), 600
  *                                     south, 700 east (col+1), 800 west
+ *   mpi_traffic halop PR PC ITERS     the same halo with persistent requests
+ *                                     (MPI_Send_init/MPI_Recv_init, MPI_Startall)
  *   mpi_traffic coll COUNT            one Bcast (root 1), Reduce (root 2),
  *                                     Allreduce, Gather (root 0), Scatter
  *                                     (root 0), Allgather, Alltoall of COUNT
@@ -31,7 +33,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: mpi_traffic ring|ringrev BYTES ITERS | all2one BYTES ITERS ROOT | halo PR PC ITERS | coll COUNT\n");
+	fprintf(stderr, "usage: mpi_traffic ring|ringrev BYTES ITERS | all2one BYTES ITERS ROOT | halo|halop PR PC ITERS | coll COUNT\n");
 	return 2;
 }
 
@@ -65,7 +67,7 @@ static void all2one(int bytes, int iters, int root)
 	free(b);
 }
 
-static int halo(int pr, int pc, int iters)
+static int halo(int pr, int pc, int iters, int persistent)
 {
 	int n, dims[2] = { pr, pc }, periods[2] = { 1, 1 }, r;
 	MPI_Comm cart;
@@ -86,7 +88,20 @@ static int halo(int pr, int pc, int iters)
 		out[d] = calloc((size_t)(base[d] + n), sizeof(double));
 		in[d] = calloc((size_t)(base[from[d]] + n), sizeof(double));
 	}
-	for (int it = 0; it < iters; it++) {
+	MPI_Request p[8];
+	if (persistent) {
+		for (int d = 0; d < 4; d++) {
+			MPI_Recv_init(in[d], base[from[d]] + nb[d], MPI_DOUBLE, nb[d], from[d], cart, &p[d]);
+			MPI_Send_init(out[d], base[d] + r, MPI_DOUBLE, nb[d], d, cart, &p[4 + d]);
+		}
+		for (int it = 0; it < iters; it++) {
+			MPI_Startall(8, p);
+			MPI_Waitall(8, p, MPI_STATUSES_IGNORE);
+		}
+		for (int d = 0; d < 8; d++)
+			MPI_Request_free(&p[d]);
+	}
+	for (int it = 0; it < iters && !persistent; it++) {
 		MPI_Request q[8];
 		for (int d = 0; d < 4; d++) {
 			int src_rank = nb[d]; /* neighbour d sends me its opposite-direction halo, sized by its rank */
@@ -137,7 +152,9 @@ int main(int argc, char **argv)
 	} else if (argc == 5 && strcmp(argv[1], "all2one") == 0) {
 		all2one(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	} else if (argc == 5 && strcmp(argv[1], "halo") == 0) {
-		rc = halo(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+		rc = halo(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), 0);
+	} else if (argc == 5 && strcmp(argv[1], "halop") == 0) {
+		rc = halo(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), 1);
 	} else if (argc == 3 && strcmp(argv[1], "coll") == 0) {
 		coll(atoi(argv[2]));
 	} else {

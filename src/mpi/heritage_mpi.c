@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,103 @@ PUBLIC int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int des
 {
 	count_send(KIND_P2P, comm, dest, count, type);
 	return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status);
+}
+
+/* ---- persistent sends: counted at each MPI_Start ------------------------- */
+
+/* The send requests MPI_*send_init made, with where they go and how many
+ * bytes: a list searched at MPI_Start (a halo code keeps a handful; a
+ * lock because MPI_THREAD_MULTIPLE programs may start them from threads). */
+static struct persistent {
+	MPI_Request req;
+	int dst;           /* world rank, or -1: nothing on the mesh */
+	uint64_t bytes;
+} *pers;
+static size_t npers, cap_pers;
+static pthread_mutex_t pers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void persistent_add(MPI_Request req, MPI_Comm comm, int dest, int count, MPI_Datatype type)
+{
+	int size, w = -1;
+	if (!M.on)
+		return;
+	if (dest >= 0 && count > 0 && PMPI_Type_size(type, &size) == MPI_SUCCESS && size > 0)
+		w = world_rank(comm, dest);
+	if (w < 0 || w == M.rank)
+		return; /* starts of it move nothing on the mesh */
+	pthread_mutex_lock(&pers_lock);
+	if (npers == cap_pers) {
+		size_t cap = cap_pers ? 2 * cap_pers : 16;
+		struct persistent *p = realloc(pers, cap * sizeof *p);
+		if (!p) {
+			pthread_mutex_unlock(&pers_lock);
+			return;
+		}
+		pers = p, cap_pers = cap;
+	}
+	pers[npers++] = (struct persistent){ req, w, (uint64_t)count * (uint64_t)size };
+	pthread_mutex_unlock(&pers_lock);
+}
+
+static void persistent_start(MPI_Request req)
+{
+	int dst = -1;
+	uint64_t bytes = 0;
+	pthread_mutex_lock(&pers_lock);
+	for (size_t i = 0; i < npers; i++)
+		if (pers[i].req == req) {
+			dst = pers[i].dst, bytes = pers[i].bytes;
+			break;
+		}
+	pthread_mutex_unlock(&pers_lock);
+	if (dst >= 0 && M.on)
+		add_route(KIND_P2P, (unsigned)dst, bytes);
+}
+
+static void persistent_forget(MPI_Request req)
+{
+	pthread_mutex_lock(&pers_lock);
+	for (size_t i = 0; i < npers; i++)
+		if (pers[i].req == req) {
+			pers[i] = pers[--npers];
+			break;
+		}
+	pthread_mutex_unlock(&pers_lock);
+}
+
+#define SEND_INIT(name)                                                                                       \
+	PUBLIC int MPI_##name(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, \
+	                      MPI_Request *req)                                                               \
+	{                                                                                                     \
+		int rc = PMPI_##name(buf, count, type, dest, tag, comm, req);                                 \
+		if (rc == MPI_SUCCESS)                                                                        \
+			persistent_add(*req, comm, dest, count, type);                                        \
+		return rc;                                                                                    \
+	}
+SEND_INIT(Send_init)
+SEND_INIT(Bsend_init)
+SEND_INIT(Ssend_init)
+SEND_INIT(Rsend_init)
+
+PUBLIC int MPI_Start(MPI_Request *req)
+{
+	if (npers)
+		persistent_start(*req);
+	return PMPI_Start(req);
+}
+
+PUBLIC int MPI_Startall(int n, MPI_Request reqs[])
+{
+	for (int i = 0; npers && i < n; i++)
+		persistent_start(reqs[i]);
+	return PMPI_Startall(n, reqs);
+}
+
+PUBLIC int MPI_Request_free(MPI_Request *req)
+{
+	if (npers)
+		persistent_forget(*req);
+	return PMPI_Request_free(req);
 }
 
 /* ---- collectives: the model (rpm_coll_model.h), marked modelled ----------- */
