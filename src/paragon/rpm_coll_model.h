@@ -6,8 +6,14 @@
  * Why a model: Open MPI's collective components (tuned, han, sm ...) call
  * its PML directly, so a PMPI library sees MPI_Bcast but not the binomial
  * tree's sends; and the MPI_T variables that would show the PML's messages
- * (pml_monitoring_messages_count/_size) answer MPI_T_ERR_INVALID_INDEX in
- * Open MPI 4.1.4 here, even with pml_monitoring_enable=2 (tried 2026-11-27).
+ * (pml_monitoring_messages_count/_size) are gone in Open MPI 4.1.4 here:
+ * with pml_monitoring_enable=1 or 2, MPI_T_pvar_get_index answers
+ * MPI_T_ERR_INVALID_NAME and their old indices MPI_T_ERR_INVALID (the
+ * component installs itself as it closes and its variables go with the
+ * close; tried 2026-11-27).  The coll_monitoring variables that remain
+ * report the data flow, not the algorithm: an MPI_Bcast of 4000 bytes from
+ * rank 0 of 4 shows 4000 bytes from the root to each of the 3 others, the
+ * model's pairs and bytes.
  *
  * The model is the data flow the MPI standard defines, as direct messages:
  * a rooted one-to-all (Bcast, Scatter[v]) is the root sending to every other
