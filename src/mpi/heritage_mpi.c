@@ -94,11 +94,25 @@ static int table_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 }
 
 /* comm's rank (its remote group's, for an intercommunicator) in
- * MPI_COMM_WORLD: a table kept on the communicator, built on first use. */
+ * MPI_COMM_WORLD: a table kept on the communicator, built on first use.
+ * Under a lock: two threads of an MPI_THREAD_MULTIPLE program must not both
+ * build one, the second set_attr freeing the first's table under it. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int world_rank_locked(MPI_Comm comm, int r);
+
 static int world_rank(MPI_Comm comm, int r)
 {
 	if (comm == MPI_COMM_WORLD)
 		return r;
+	pthread_mutex_lock(&table_lock);
+	int w = world_rank_locked(comm, r);
+	pthread_mutex_unlock(&table_lock);
+	return w;
+}
+
+static int world_rank_locked(MPI_Comm comm, int r)
+{
 	int *table, found = 0;
 	if (M.keyval == MPI_KEYVAL_INVALID)
 		return -1;
