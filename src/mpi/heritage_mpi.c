@@ -30,6 +30,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -200,21 +201,41 @@ static int mesh_read(void *arg, unsigned node, unsigned long long b[RPM_NDIRS], 
 
 /* ---- MPI_Init / MPI_Finalize ---------------------------------------------- */
 
-/* Bad input stops the job with what was wrong (rank 0 says it once): the
- * counts of a job on a mesh it did not ask for would be no use. */
+/* Bad input stops the job with what was wrong: the counts of a job on a
+ * mesh it did not ask for would be no use.  Every rank reads the same
+ * environment, so all fail alike; the first rank that failed says why once,
+ * and the others wait for its MPI_Abort (a rank aborting first could have
+ * the job killed before the message is out: seen here with 4 ranks). */
+static char failure[512];
+
 __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
 {
-	if (M.rank == 0) {
-		char msg[512];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof msg, fmt, ap);
-		va_end(ap);
-		fprintf(stderr, "papi-heritage-mpi: %s\n", msg);
+	if (failure[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(failure, sizeof failure, fmt, ap);
+	va_end(ap);
+}
+
+/* Collective: returns if no rank failed, else ends the job. */
+static void agree_or_abort(void)
+{
+	int mine = failure[0] ? M.rank : INT_MAX, first = INT_MAX;
+	PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (first == INT_MAX)
+		return;
+	if (M.rank == first) {
+		fprintf(stderr, "papi-heritage-mpi: %s\n", failure);
+		fflush(stderr);
+		PMPI_Abort(MPI_COMM_WORLD, 2);
 	}
+	PMPI_Barrier(MPI_COMM_WORLD); /* never completes: the first rank aborts */
 	PMPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+/* The mesh, routing and window kind from the environment; -1 (fail()) if
+ * any is bad. */
 static int shape_from_env(void)
 {
 	const char *s = getenv("PAPI_HERITAGE_MPI_MESH");
@@ -240,22 +261,9 @@ static int shape_from_env(void)
 		     s, M.nodes, (unsigned)M.size);
 		return -1;
 	}
-	return 0;
-}
-
-/* The window: shared when every rank is on this host (unless
- * PAPI_HERITAGE_MPI_WINDOW=rma), else MPI_Win_allocate. */
-static int window_open(void)
-{
 	const char *want = getenv("PAPI_HERITAGE_MPI_WINDOW");
-	MPI_Aint bytes = (MPI_Aint)M.nodes * SLOT * (MPI_Aint)sizeof(uint64_t);
-	int local = 0;
 	if (!want || !*want || strcmp(want, "auto") == 0) {
-		MPI_Comm node;
-		PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-		PMPI_Comm_size(node, &local);
-		PMPI_Comm_free(&node);
-		M.rma = local != M.size;
+		M.rma = -1; /* window_open asks MPI */
 	} else if (strcmp(want, "rma") == 0) {
 		M.rma = 1;
 	} else if (strcmp(want, "shared") == 0) {
@@ -263,6 +271,22 @@ static int window_open(void)
 	} else {
 		fail("PAPI_HERITAGE_MPI_WINDOW=%s: auto, rma or shared expected", want);
 		return -1;
+	}
+	return 0;
+}
+
+/* The window: shared when every rank is on this host (unless
+ * PAPI_HERITAGE_MPI_WINDOW=rma), else MPI_Win_allocate. */
+static int window_open(void)
+{
+	MPI_Aint bytes = (MPI_Aint)M.nodes * SLOT * (MPI_Aint)sizeof(uint64_t);
+	int local = 0;
+	if (M.rma < 0) { /* auto */
+		MPI_Comm node;
+		PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+		PMPI_Comm_size(node, &local);
+		PMPI_Comm_free(&node);
+		M.rma = local != M.size;
 	}
 	if (!M.rma) {
 		if (PMPI_Win_allocate_shared(bytes, sizeof(uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &M.mine, &M.win) !=
@@ -291,8 +315,9 @@ static int window_open(void)
 	memset(M.mine, 0, (size_t)bytes);
 	if (M.rma)
 		PMPI_Win_lock_all(MPI_MODE_NOCHECK, M.win);
-	/* Every window zeroed before anyone counts into it or reads it. */
-	PMPI_Barrier(MPI_COMM_WORLD);
+	/* No barrier here: agree_or_abort()'s MPI_Allreduce after this returns
+	 * on no rank before every rank got here, so every window is zeroed
+	 * before anyone counts into it or reads it. */
 	return 0;
 }
 
@@ -300,8 +325,10 @@ static void mesh_start(void)
 {
 	PMPI_Comm_rank(MPI_COMM_WORLD, &M.rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &M.size);
-	if (shape_from_env() != 0 || window_open() != 0)
-		return;
+	(void)shape_from_env();
+	agree_or_abort();
+	(void)window_open();
+	agree_or_abort();
 	const char *c = getenv("PAPI_HERITAGE_MPI_COLL");
 	M.coll = !(c && strcmp(c, "off") == 0);
 	PMPI_Comm_group(MPI_COMM_WORLD, &M.world);
