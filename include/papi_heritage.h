@@ -188,6 +188,25 @@ struct papi_heritage_profileme_sampling {
 };
 int papi_heritage_profileme_sampling(int EventSet, struct papi_heritage_profileme_sampling *s);
 
+/* paragon_rpm's router counters from a source other than the host's
+ * /dev/shm mesh: libpapi-heritage-mpi registers its MPI window here at
+ * MPI_Init, so that rpm_north .. rpm_west read on a rank give that rank's
+ * router on the job's mesh (papi-heritage-mpi(7)).  read() fills the bytes
+ * that have left router `node` towards north, south, east and west since the
+ * job began (cumulative, never reset); may_block is 0 when it is called from
+ * a signal handler (struct rpm's page), where it must not call MPI and gives
+ * its last values.  It returns 0, or -1 when it cannot read (then zeros).
+ * The struct must stay valid while registered; NULL goes back to the
+ * /dev/shm mesh.  Returns PAPI_OK. */
+struct papi_heritage_mesh_source {
+	const char *name;         /* shown in messages, e.g. "MPI window" */
+	int node;                 /* this process's router */
+	unsigned rows, cols;
+	int (*read)(void *arg, unsigned node, unsigned long long bytes[4], int may_block);
+	void *arg;
+};
+int papi_heritage_rpm_mesh_source(const struct papi_heritage_mesh_source *src);
+
 #ifdef __cplusplus
 }
 #endif

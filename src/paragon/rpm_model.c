@@ -107,6 +107,20 @@ int rpm_mesh_account(const struct rpm_mesh_shape *m, uint64_t *bytes_out, unsign
 	return 0;
 }
 
+int rpm_mesh_shape_for_nodes(unsigned nodes, struct rpm_mesh_shape *m)
+{
+	if (nodes == 0 || nodes > RPM_MESH_MAX_NODES)
+		return -1;
+	unsigned rows = 1;
+	for (unsigned r = 1; r * r <= nodes; r++)
+		if (nodes % r == 0)
+			rows = r;
+	m->rows = rows;
+	m->cols = nodes / rows;
+	m->routing = RPM_ROUTE_XY;
+	return 0;
+}
+
 int rpm_mesh_parse_shape(const char *s, struct rpm_mesh_shape *m)
 {
 	char *end;

@@ -173,6 +173,11 @@ int rpm_mesh_route(const struct rpm_mesh_shape *m, unsigned src, unsigned dst, s
  * adds: the array may be shared between processes).  0 or -1. */
 int rpm_mesh_account(const struct rpm_mesh_shape *m, uint64_t *bytes_out, unsigned src, unsigned dst,
                      uint64_t bytes);
+/* The shape an MPI job gets without PAPI_HERITAGE_MPI_MESH: rows x cols ==
+ * nodes exactly, rows the largest divisor <= sqrt(nodes) (4 -> 2x2, 9 -> 3x3,
+ * 6 -> 2x3, a prime p -> 1xp), as square as the count allows so that routes
+ * stay short.  Routing XY.  0, or -1 for 0 or more than RPM_MESH_MAX_NODES. */
+int rpm_mesh_shape_for_nodes(unsigned nodes, struct rpm_mesh_shape *m);
 /* "RxC" -> shape; "xy"/"yx" -> routing.  0 or -1. */
 int rpm_mesh_parse_shape(const char *s, struct rpm_mesh_shape *m);
 int rpm_mesh_parse_routing(const char *s, enum rpm_routing *r);

@@ -49,6 +49,7 @@
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "i860paragon/rpm.h"
+#include "papi_heritage.h"
 #include "paragon/rpm_clock.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
@@ -183,8 +184,22 @@ static struct rpm_host *host_or_null(void)
 	return rpm_host_open(&h) == 0 ? h : NULL;
 }
 
-void rpm_node_counts(unsigned node, const struct rpm_live *live, uint64_t out[RPM_NCOUNTERS])
+/* may_block: 0 in the signal handlers (an MPI window's source must not
+ * call MPI there). */
+static void node_counts(unsigned node, const struct rpm_live *live, uint64_t out[RPM_NCOUNTERS], int may_block)
 {
+	const struct papi_heritage_mesh_source *src = rpm_mesh_source();
+	if (src) {
+		uint64_t b[RPM_NDIRS];
+		rpm_mesh_source_bytes(src, node, b, may_block);
+		out[RPM_CPU0] = live->bus.cpu0;
+		out[RPM_CPU1] = live->bus.cpu1;
+		out[RPM_LTU] = live->bus.ltu;
+		out[RPM_EXP] = live->bus.exp;
+		for (int d = 0; d < RPM_NDIRS; d++)
+			out[RPM_NORTH + d] = b[d] / 64; /* 64-byte units, as from /dev/shm */
+		return;
+	}
 	struct rpm_host *h = host_or_null();
 	if (h) {
 		rpm_host_cumulative(h, node, &live->bus, out);
@@ -195,6 +210,11 @@ void rpm_node_counts(unsigned node, const struct rpm_live *live, uint64_t out[RP
 		out[RPM_LTU] = live->bus.ltu;
 		out[RPM_EXP] = live->bus.exp;
 	}
+}
+
+void rpm_node_counts(unsigned node, const struct rpm_live *live, uint64_t out[RPM_NCOUNTERS])
+{
+	node_counts(node, live, out, 1);
 }
 
 static void live_locked(struct rpm_live *live, uint64_t now, uint64_t max_age_ns)
@@ -233,10 +253,19 @@ int rpm_live_read(struct rpm_live *live, uint64_t max_age_ns)
 	return 0;
 }
 
-unsigned rpm_view_node(void)
+/* The process's router: an MPI job's rank, else its /dev/shm node. */
+static unsigned view_node(void)
 {
+	const struct papi_heritage_mesh_source *src = rpm_mesh_source();
+	if (src)
+		return src->node >= 0 ? (unsigned)src->node : 0;
 	struct rpm_host *h = host_or_null();
 	return h ? rpm_host_view_node(h) : 0;
+}
+
+unsigned rpm_view_node(void)
+{
+	return view_node();
 }
 
 unsigned rpm_cpu_count(void)
@@ -252,10 +281,10 @@ static void fill_rpm_locked(void)
 	uint64_t now = boot_ns();
 	uint64_t cum[RPM_NCOUNTERS];
 	struct rpm_host *h = host_or_null();
-	unsigned node = h ? rpm_host_view_node(h) : 0;
+	unsigned node = view_node();
 
 	live_locked(&P.live_scratch, now, 1000000);
-	rpm_node_counts(node, &P.live_scratch, cum);
+	node_counts(node, &P.live_scratch, cum, 0);
 	P.rpm_fill->rpm_control = 0;
 	P.rpm_fill->rpm_time = rpm_timer_from_ticks(rpm_now_ticks());
 	volatile unsigned int *regs[RPM_NCOUNTERS] = {
@@ -303,7 +332,7 @@ static int reset_locked(unsigned node)
 	if (!h)
 		return -EIO;
 	live_locked(&P.live_scratch, boot_ns(), 0);
-	rpm_node_counts(node, &P.live_scratch, cum);
+	node_counts(node, &P.live_scratch, cum, 0);
 	return rpm_host_reset(h, node, cum);
 }
 
@@ -375,8 +404,7 @@ static enum watch_claim on_trap(struct watch_signal_event *ev, void *arg)
 	if (stepping & (1u << VIEW_ALIAS)) {
 		/* The stepped instruction may have stored to rpm_control. */
 		if (P.rpm_fill->rpm_control == RPM_CONTROL_RESET) {
-			struct rpm_host *h = host_or_null();
-			reset_locked(h ? rpm_host_view_node(h) : 0);
+			reset_locked(view_node());
 		}
 		P.rpm_fill->rpm_control = 0;
 	}

@@ -15,6 +15,7 @@
 #include "common/heritage_error.h"
 #include "common/heritage_probe.h"
 #include "paragon/rpm_shared.h"
+#include "papi_heritage.h"
 
 static struct rpm_host host = { .self_node = -1 };
 static int host_err;
@@ -246,6 +247,31 @@ int rpm_host_send(struct rpm_host *h, int dst, uint64_t bytes)
 	if (rpm_mesh_account(&m, h->mesh->bytes, (unsigned)h->self_node, (unsigned)dst, bytes) != 0)
 		return heritage_fail(-EINVAL, "paragon_rpm: no route from node %d to %d", h->self_node, dst);
 	return 0;
+}
+
+/* ---- another source of the router counters (an MPI job's window) -------- */
+
+static const struct papi_heritage_mesh_source *mesh_source;
+
+HERITAGE_PUBLIC int papi_heritage_rpm_mesh_source(const struct papi_heritage_mesh_source *src)
+{
+	__atomic_store_n(&mesh_source, src, __ATOMIC_RELEASE);
+	return 0; /* PAPI_OK; papi.h is not ours to include here */
+}
+
+const struct papi_heritage_mesh_source *rpm_mesh_source(void)
+{
+	return __atomic_load_n(&mesh_source, __ATOMIC_ACQUIRE);
+}
+
+void rpm_mesh_source_bytes(const struct papi_heritage_mesh_source *src, unsigned node, uint64_t bytes[RPM_NDIRS],
+                           int may_block)
+{
+	unsigned long long b[RPM_NDIRS] = { 0 };
+	if (node >= src->rows * src->cols || src->read(src->arg, node, b, may_block) != 0)
+		memset(b, 0, sizeof b);
+	for (int d = 0; d < RPM_NDIRS; d++)
+		bytes[d] = b[d];
 }
 
 int rpm_privileged(void)

@@ -65,6 +65,15 @@ int rpm_host_send(struct rpm_host *h, int dst, uint64_t bytes);
 /* Is node n joined by a live process? */
 int rpm_host_node_live(const struct rpm_host *h, unsigned n);
 
+/* The mesh source registered with papi_heritage_rpm_mesh_source() (an MPI
+ * job's window), or NULL: the /dev/shm mesh above. */
+struct papi_heritage_mesh_source;
+const struct papi_heritage_mesh_source *rpm_mesh_source(void);
+/* Cumulative bytes leaving router node of that source, per direction
+ * (zeros if it cannot read); may_block 0 in signal handlers. */
+void rpm_mesh_source_bytes(const struct papi_heritage_mesh_source *src, unsigned node, uint64_t bytes[RPM_NDIRS],
+                           int may_block);
+
 /* Root or CAP_SYS_ADMIN in the effective set. */
 int rpm_privileged(void);
 

@@ -172,6 +172,18 @@ START_TEST(test_mesh_parse)
 	ck_assert(rpm_mesh_parse_shape("x", &m) == -1);
 	ck_assert(rpm_mesh_parse_routing("YX", &r) == 0 && r == RPM_ROUTE_YX);
 	ck_assert(rpm_mesh_parse_routing("z", &r) == -1);
+	/* An MPI job's default shape: rows x cols == ranks, as square as the
+	 * count allows. */
+	static const struct { unsigned n, rows, cols; } sq[] = {
+		{ 1, 1, 1 }, { 2, 1, 2 }, { 4, 2, 2 }, { 6, 2, 3 }, { 7, 1, 7 }, { 9, 3, 3 }, { 12, 3, 4 }, { 1024, 32, 32 },
+	};
+	for (size_t i = 0; i < sizeof sq / sizeof sq[0]; i++) {
+		ck_assert(rpm_mesh_shape_for_nodes(sq[i].n, &m) == 0);
+		ck_assert_msg(m.rows == sq[i].rows && m.cols == sq[i].cols && m.routing == RPM_ROUTE_XY,
+		              "%u nodes: %ux%u, want %ux%u", sq[i].n, m.rows, m.cols, sq[i].rows, sq[i].cols);
+	}
+	ck_assert(rpm_mesh_shape_for_nodes(0, &m) == -1);
+	ck_assert(rpm_mesh_shape_for_nodes(1025, &m) == -1);
 }
 END_TEST
 
