@@ -113,12 +113,27 @@ static void init_bases(void *p)
 	(void)p; /* zero-filled by ftruncate */
 }
 
+static char host_mesh[32];   /* the mesh object's suffix */
+
+void rpm_mesh_object(char *buf, size_t len, unsigned euid, int name_given)
+{
+	if (name_given || euid == 0)
+		snprintf(buf, len, "mesh");
+	else
+		snprintf(buf, len, "mesh-%u", euid);
+}
+
 static void open_host(void)
 {
 	int w = 0;
-	host_err = open_object("mesh", sizeof(struct rpm_mesh_state), 0666, init_mesh, (void **)&host.mesh, &w);
-	if (!host_err && !w)
-		host_err = heritage_fail(-EACCES, "paragon_rpm: the mesh object is not writable by this user");
+	/* Only its owner writes a mesh (0644): another account could otherwise
+	 * rewrite or truncate the routers of ours (issue 15); others may read
+	 * it.  The default name is the account's own (root keeps the plain one,
+	 * which pmdaheritage(1) serves), so accounts do not share a mesh unless
+	 * they name the same object. */
+	rpm_mesh_object(host_mesh, sizeof host_mesh, (unsigned)geteuid(), heritage_env("PARAGON_RPM", "SHM") != NULL);
+	host_err = open_object(host_mesh, sizeof(struct rpm_mesh_state), 0644, init_mesh, (void **)&host.mesh, &w);
+	host.mesh_writable = w;
 	if (!host_err)
 		host_err = open_object("bases", sizeof(struct rpm_reset_state), 0644, init_bases,
 		                       (void **)&host.bases, &host.bases_writable);
@@ -209,6 +224,10 @@ int rpm_host_join(struct rpm_host *h, int node)
 	int32_t self = (int32_t)getpid();
 	if (h->self_node >= 0)
 		return heritage_fail(-EBUSY, "paragon_rpm: this process is node %d already", h->self_node);
+	if (!h->mesh_writable)
+		return heritage_fail(-EACCES, "paragon_rpm: the mesh /dev/shm/%s-%s is another account's (0644: only "
+		                     "its owner joins and sends; set PAPI_HERITAGE_PARAGON_RPM_SHM to a name of your "
+		                     "own)", rpm_shared_name(), host_mesh);
 	maybe_reshape(h);
 	unsigned nodes = rpm_host_nodes(h);
 	if (node >= (int)nodes || node < -1)

@@ -35,12 +35,17 @@ struct rpm_reset_state {
 struct rpm_host {
 	struct rpm_mesh_state *mesh;
 	struct rpm_reset_state *bases;
+	int mesh_writable;                                 /* 0: another account's (0644), read only */
 	int bases_writable;
 	int self_node;                                     /* -1: not joined */
 };
 
 /* <name>: PAPI_HERITAGE_PARAGON_RPM_SHM, default papi-heritage-rpm. */
 const char *rpm_shared_name(void);
+
+/* The mesh object's suffix, /dev/shm/<name>-<suffix>: "mesh" for root or a
+ * name given in the environment, else "mesh-<euid>" (an account's own). */
+void rpm_mesh_object(char *buf, size_t len, unsigned euid, int name_given);
 
 /* The process's view (opened once; later calls return the same).  0 or a
  * negative errno with a message. */

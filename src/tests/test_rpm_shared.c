@@ -1,7 +1,8 @@
 /*
  * Unit tests of src/paragon/rpm_shared.c: what the processes of a host share
  * for paragon_rpm (paragon_rpm(3), "Mesh" and "Resetting").  Two objects,
- * /dev/shm/<name>-mesh (0666) and <name>-bases (0644); nodes numbered
+ * /dev/shm/<name>-mesh (0644, only its owner joins; an account's default
+ * name is its own) and <name>-bases (0644); nodes numbered
  * row-major, node = row * columns + column, north is row - 1, east is
  * column + 1; a message adds its bytes to the direction it leaves every
  * router on its dimension-order route (source and pass-through, not the
@@ -61,6 +62,18 @@ START_TEST(name_comes_from_the_environment)
 }
 END_TEST
 
+START_TEST(an_account_s_default_mesh_is_its_own)
+{
+	char b[32];
+	rpm_mesh_object(b, sizeof b, 0, 0);
+	ck_assert_str_eq(b, "mesh");
+	rpm_mesh_object(b, sizeof b, 1000, 0);
+	ck_assert_str_eq(b, "mesh-1000");
+	rpm_mesh_object(b, sizeof b, 1000, 1); /* a name given: shared by who names it */
+	ck_assert_str_eq(b, "mesh");
+}
+END_TEST
+
 START_TEST(open_creates_both_objects_with_their_modes)
 {
 	const char *name = fresh_name("open");
@@ -75,7 +88,8 @@ START_TEST(open_creates_both_objects_with_their_modes)
 	struct stat st;
 	snprintf(path, sizeof path, "/dev/shm/%s-mesh", name);
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0666);
+	ck_assert_uint_eq(st.st_mode & 0777, 0644);
+	ck_assert_int_eq(h->mesh_writable, 1);
 	snprintf(path, sizeof path, "/dev/shm/%s-bases", name);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0644);
@@ -295,9 +309,12 @@ START_TEST(only_the_bases_owner_may_reset)
 			_exit(14);
 		if (!strstr(heritage_last_error(), "write access to the bases object"))
 			_exit(15);
-		/* The mesh is everyone's. */
-		if (rpm_host_join(h, -1) != 0 || rpm_host_send(h, 0, 64) != 0 || rpm_host_leave(h) != 0)
+		/* The mesh is its owner's: read, not joined. */
+		if (h->mesh_writable || rpm_host_join(h, -1) != -EACCES ||
+		    !strstr(heritage_last_error(), "another account's"))
 			_exit(16);
+		if (rpm_host_nodes(h) == 0)
+			_exit(17);
 		_exit(0);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -328,6 +345,7 @@ int main(void)
 	TCase *tc = tcase_create("host");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, name_comes_from_the_environment);
+	tcase_add_test(tc, an_account_s_default_mesh_is_its_own);
 	tcase_add_test(tc, open_creates_both_objects_with_their_modes);
 	tcase_add_test(tc, join_and_leave);
 	tcase_add_test(tc, a_live_process_keeps_its_node_and_the_shape);
