@@ -816,9 +816,11 @@ static void *nest_main(void *unused)
 			/* Never more than the nest clock could count since start,
 			 * plus how stale the page was when PAPI_start loaded it: a
 			 * period (1 ms own engine, 128 us imcd) when its writer runs
-			 * on time, 6 to 8 ms measured here with 13 threads on 2 CPUs.
-			 * A double count over reads up to 300 ms exceeds 50 ms. */
-			CHECK((double)v * NEST_SCALE / NEST_HZ <= w + 0.05,
+			 * on time, but imcd is a process of its own and was starved
+			 * here: 6 to 8 ms, and 55 to 170 ms at a load average of 10
+			 * on 2 CPUs (the first 10-minute run).  So a coarse bound;
+			 * the exact one is the equality with imcd's counter below. */
+			CHECK((double)v * NEST_SCALE / NEST_HZ <= w + 0.5,
 			      "nest PM_PB_CYC = %.6f s of cycles in %.6f s of wall time (counted twice?)",
 			      (double)v * NEST_SCALE / NEST_HZ, w);
 			if (page && g0 == g1 && alive1 && born < w0 - 0.05 && r0 == r0b && r1 == r1b) {
