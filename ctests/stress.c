@@ -26,7 +26,9 @@
  *                    the thread's user time (getrusage), within a period and
  *                    the tick granularity;
  *       profileme    any = trap + notrap exactly, multiples of the period,
- *                    any within the thread's CPU time (+ a period).
+ *                    at most cpu / (period / 2) + 1 samples (the intervals
+ *                    are drawn from [p/2, 3p/2)), and over the whole run
+ *                    0.5 to 1.3 times the CPU time sampled.
  *   - fork: forks while its own itanium2 set runs (and the workers' run); the
  *     child touches every watched page of the parent (no trap of ours may
  *     fire), checks that no trap signal is blocked or ignored, then execs
@@ -99,6 +101,7 @@ static atomic_int failures;
 static atomic_long ops[NCOMP], reads[NCOMP], foreign_refusals, wraps_live, forks, execs, segv_served, trap_served,
 	fpe_served, imcd_kills, nest_reads, nest_sets, nest_strict, rpms_dat_checked, fork_rounds;
 static int usable[NCOMP], worker_only_skip[NCOMP];
+static atomic_long pm_any_ns, pm_cpu_ns; /* profileme soft: samples x period, and CPU time, over the run */
 static char skip_why[NCOMP][600];
 static int rpms_dat_ok;
 static char rpms_dat_why[600];
@@ -401,9 +404,16 @@ static void pm_iter(void)
 		CHECK(p > 0 && v[0] % p == 0 && v[1] % p == 0 && v[2] % p == 0, "profileme %lld %lld %lld: not multiples of %lld",
 		      v[0], v[1], v[2], p);
 		CHECK(v[0] == v[1] + v[2], "profileme any %lld != notrap %lld + trap %lld", v[0], v[1], v[2]);
-		if (strcmp(s.unit, "ns") == 0)
-			CHECK((double)v[0] <= cpu_ns + (double)p, "profileme any = %lld ns over %.0f ns of the thread's CPU time",
-			      v[0], cpu_ns);
+		/* The soft backend draws each interval uniformly from [p/2, 3p/2)
+		 * of the thread's CPU time (profileme(3)): at most cpu / (p/2) + 1
+		 * samples in a set (7 of 4 ms in 20 ms of CPU came once in 1200
+		 * sets here, no double count); the mean is checked over the run. */
+		if (strcmp(s.unit, "ns") == 0) {
+			CHECK((double)v[0] <= 2 * cpu_ns + (double)p,
+			      "profileme any = %lld ns over %.0f ns of the thread's CPU time (period %lld ns)", v[0], cpu_ns, p);
+			atomic_fetch_add(&pm_any_ns, v[0]);
+			atomic_fetch_add(&pm_cpu_ns, (long)cpu_ns);
+		}
 	}
 	drop(&set);
 	atomic_fetch_add(&ops[C_PM], 1);
@@ -1097,6 +1107,7 @@ int main(int argc, char **argv)
 	atomic_store(&segv_served, 0), atomic_store(&trap_served, 0), atomic_store(&fpe_served, 0);
 	atomic_store(&imcd_kills, 0), atomic_store(&nest_reads, 0), atomic_store(&nest_sets, 0), atomic_store(&nest_strict, 0);
 	atomic_store(&rpms_dat_checked, 0), atomic_store(&fork_rounds, 0);
+	atomic_store(&pm_any_ns, 0), atomic_store(&pm_cpu_ns, 0);
 	int fd0 = count_fds(NULL, 0), maps0, files0;
 	count_maps(&maps0, &files0);
 	char maps_before[600];
@@ -1118,6 +1129,15 @@ int main(int argc, char **argv)
 		if (set != PAPI_NULL && PAPI_OR_FAIL(PAPI_start(set)) == PAPI_OK)
 			PAPI_OR_FAIL(PAPI_stop(set, &v));
 		drop(&set);
+	}
+	/* profileme over the run: thousands of samples.  Short of the CPU
+	 * time, as each 20 ms set loses its first interval's share and the
+	 * CPU-time timer fires at the next tick (4 ms): 0.705 measured here
+	 * over 1292 sets.  Above 1.3 (profileme_basic's bound) a double count. */
+	if (atomic_load(&pm_cpu_ns) > 0) {
+		double ratio = (double)atomic_load(&pm_any_ns) / (double)atomic_load(&pm_cpu_ns);
+		CHECK(ratio > 0.5 && ratio < 1.3, "profileme: any %ld ns over %ld ns of the sampled threads' CPU time (%.3f)",
+		      atomic_load(&pm_any_ns), atomic_load(&pm_cpu_ns), ratio);
 	}
 	int fd1 = count_fds(NULL, 0), maps1, files1;
 	count_maps(&maps1, &files1);
@@ -1158,6 +1178,10 @@ int main(int argc, char **argv)
 	       atomic_load(&nest_sets), atomic_load(&nest_strict));
 	printf("stress: wraps: %ld of alpha21064's 12-bit counter, live (10^6 per counter width: stress_wraps)\n",
 	       atomic_load(&wraps_live));
+	if (atomic_load(&pm_cpu_ns) > 0)
+		printf("stress: profileme: %.3f s sampled over %.3f s of the sets' CPU time (%.3f)\n",
+		       (double)atomic_load(&pm_any_ns) / 1e9, (double)atomic_load(&pm_cpu_ns) / 1e9,
+		       (double)atomic_load(&pm_any_ns) / (double)atomic_load(&pm_cpu_ns));
 	printf("stress: foreign-thread calls refused: %ld; forks %ld, execs checked %ld; the application's handlers "
 	       "served %ld SIGSEGV, %ld SIGTRAP, %ld SIGFPE; imcd killed and restarted %ld times\n",
 	       atomic_load(&foreign_refusals), atomic_load(&forks), atomic_load(&execs), atomic_load(&segv_served),
