@@ -148,6 +148,9 @@ int imc_engine_arm(struct imc_engine *e, unsigned entry, int cpu, struct imc_cou
  * left is not updated (as the kernel stops the core and nest engines at
  * their last release) until the next arm, which counts on from its values. */
 void imc_engine_release(struct imc_engine *e, const struct imc_counter *c);
+/* Replaced imcd pages still mapped for counters armed before the
+ * replacement (unmapped at their last release). */
+unsigned imc_engine_retired_pages(struct imc_engine *e);
 /* The counter's value now: one big-endian load.  Async-signal-safe. */
 static inline uint64_t imc_counter_load(const struct imc_counter *c)
 {

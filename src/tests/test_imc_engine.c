@@ -497,6 +497,52 @@ START_TEST(daemon_gone_and_back)
 }
 END_TEST
 
+/* imcd restarted under a running set: the replaced page stays mapped while
+ * the set reads it and goes at its release; one nobody reads goes at once.
+ * (Every replaced page stayed mapped for good: one mapping per restart in
+ * every reader, ctests/stress.) */
+static unsigned count_maps_of(const char *path)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[1024];
+	unsigned n = 0;
+	while (f && fgets(line, sizeof line, f))
+		n += strstr(line, path) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+START_TEST(daemon_restart_unmaps)
+{
+	private_shm();
+	fake_ns = 0;
+	char path[256];
+	imc_shm_path(path, sizeof path, 0, 0x180000);
+	struct imc_engine *d = fake_engine(IMC_ENGINE_DAEMON), *r = NULL;
+	ck_assert_int_eq(imc_engine_create(&cat, &smt2, IMC_ENGINE_PROCESS, &r), 0);
+	ck_assert_int_eq(imc_engine_nest_shared(r), 1);
+	struct imc_counter c;
+	ck_assert_int_eq(imc_engine_arm(r, E_PB_CYC, 0, &c), 0); /* a set runs on the first imcd's page */
+	unsigned base = count_maps_of(path);
+	for (int restart = 0; restart < 5; restart++) {
+		imc_engine_destroy(d);
+		d = fake_engine(IMC_ENGINE_DAEMON);
+		ck_assert_int_eq(imc_engine_check_nest(r), 0); /* a set starts: the new page */
+		ck_assert_int_eq(imc_engine_nest_shared(r), 1);
+		/* The first page, still read by c, and the current one; none between. */
+		ck_assert_uint_eq(imc_engine_retired_pages(r), 1);
+	}
+	ck_assert_uint_eq(count_maps_of(path), base + 1);
+	(void)imc_counter_load(&c); /* still mapped: readable */
+	imc_engine_release(r, &c);
+	ck_assert_uint_eq(imc_engine_retired_pages(r), 0);
+	ck_assert_uint_eq(count_maps_of(path), base);
+	imc_engine_destroy(r);
+	imc_engine_destroy(d);
+}
+END_TEST
+
 /* ---- exclusivity ----------------------------------------------------------------------------- */
 START_TEST(exclusive_domains)
 {
@@ -582,6 +628,7 @@ int main(void)
 	tcase_add_test(tc, real_thread_user_time);
 	tcase_add_test(tc, shared_nest_page);
 	tcase_add_test(tc, daemon_gone_and_back);
+	tcase_add_test(tc, daemon_restart_unmaps);
 	tcase_add_test(tc, exclusive_domains);
 	tcase_add_test(tc, engine_thread);
 	suite_add_tcase(s, tc);

@@ -5,6 +5,7 @@
  * test_pagetrap_code.c's, the breakpoint backend test_breakpoint.c's.
  */
 #include "watch_test.h"
+#include "watch/watch_park.h"
 
 /* ---- single thread -------------------------------------------------------- */
 
@@ -382,6 +383,56 @@ START_TEST(other_threads_accesses_are_not_ours)
 }
 END_TEST
 
+/* A thread that blocks every signal for its life (a sigwait() thread, imc's
+ * engine thread) can never be parked: a window must not wait the park
+ * timeout (200 ms) for it.  It did, every window: 8 page-trap threads beside
+ * imc's engine thread made 46 windows in 8 s (ctests/stress). */
+static int blocker_pipe[2];
+
+static void *all_signals_blocked(void *arg)
+{
+	(void)arg;
+	char b;
+	ssize_t n = read(blocker_pipe[0], &b, 1); /* until told */
+	(void)n;
+	return NULL;
+}
+
+START_TEST(thread_blocking_every_signal_is_not_waited_for)
+{
+	int *a = malloc(4096 * sizeof *a);
+	ck_assert_int_eq(pipe(blocker_pipe), 0);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_create(&t, NULL, all_signals_blocked, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	struct watch_pagetrap_stats st0, st1;
+	watch_pagetrap_stats(&st0);
+	uint64_t unparkable0 = watch_park_unparkable();
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct watch_session s;
+	watch_start(&s, a, a + 4096);
+	store_pass(a, 0, 50);
+	struct watch_counts c = watch_stop(&s);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	watch_pagetrap_stats(&st1);
+	ck_assert_uint_eq(c.stores, 50);
+	ck_assert_uint_eq(st1.park_timeouts, st0.park_timeouts);
+	ck_assert_uint_ge(watch_park_unparkable() - unparkable0, 1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* 50 windows: 10 s at the timeout, about 1 ms each at the poll. */
+	ck_assert_msg(took < 2.0, "50 stores took %.3f s", took);
+	ck_assert_int_eq(write(blocker_pipe[1], "x", 1), 1);
+	pthread_join(t, NULL);
+	close(blocker_pipe[0]);
+	close(blocker_pipe[1]);
+	free(a);
+}
+END_TEST
+
 /* ---- signals and fork ----------------------------------------------------- */
 
 static sigjmp_buf app_jump;
@@ -706,6 +757,7 @@ static Suite *pagetrap_suite(void)
 	TCase *tc = tcase_create("single_thread");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, scalar_store_then_load_whole_array);
+	tcase_add_test(tc, thread_blocking_every_signal_is_not_waited_for);
 	tcase_add_test(tc, range_not_page_aligned);
 	tcase_add_test(tc, read_and_reset_while_running);
 	tcase_add_test(tc, avx2_vector_loads_and_stores);

@@ -46,6 +46,8 @@ int watch_park_run_in_others(int self, void (*fn)(void *uctx));
 void watch_park_handler(int sig, siginfo_t *info, void *uctx);
 
 /* Threads that failed to acknowledge a park in time since start-up. */
+/* Targets found blocking the park signal (not waited for) since start. */
+uint64_t watch_park_unparkable(void);
 uint64_t watch_park_timeouts(void);
 
 void watch_park_state_range(uintptr_t *lo, uintptr_t *hi);

@@ -143,6 +143,9 @@ uint64_t watch_signal_strays(void);
 
 /* Step traps the kernel tagged TRAP_BRKPT (DR6.BS lost under KVM). */
 uint64_t watch_signal_untagged_steps(void);
+/* Step traps of threads or processes made by clone()/fork() from a stepped
+ * thread (TF inherited), turned off by the engine since it started. */
+uint64_t watch_signal_inherited_steps(void);
 
 /* Memory the engine's handlers touch: [lo, hi) ranges, for fits(); i from
  * 0 until it returns 0. */
