@@ -423,8 +423,9 @@ START_TEST(thread_blocking_every_signal_is_not_waited_for)
 	ck_assert_uint_eq(st1.park_timeouts, st0.park_timeouts);
 	ck_assert_uint_ge(watch_park_unparkable() - unparkable0, 1);
 	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	/* 50 windows: 10 s at the timeout, about 1 ms each at the poll. */
-	ck_assert_msg(took < 2.0, "50 stores took %.3f s", took);
+	/* 50 windows: 10 s at the timeout, about 1 ms each at the poll; the
+	 * bound leaves room for a machine loaded as CI's is (load 8-16). */
+	ck_assert_msg(took < 5.0, "50 stores took %.3f s", took);
 	ck_assert_int_eq(write(blocker_pipe[1], "x", 1), 1);
 	pthread_join(t, NULL);
 	close(blocker_pipe[0]);
