@@ -17,7 +17,7 @@
 
 #ifdef HERITAGE_SANITIZE
 #define tcase_add_test_unsanitized(tc, fn, why) \
-	((void)(tc), fprintf(stderr, "%s: not run under a sanitizer: %s\n", #fn, (why)))
+	((void)(tc), (void)(fn), fprintf(stderr, "%s: not run under a sanitizer: %s\n", #fn, (why)))
 #else
 #define tcase_add_test_unsanitized(tc, fn, why) tcase_add_test(tc, fn)
 #endif
