@@ -385,12 +385,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
-	if (only && strcmp(only, "rmw") == 0) {
+	/* rmw returned here once, leaving the guards to LeakSanitizer (make
+	 * check-sanitize: 200000 bytes in 2 allocations). */
+	if (only && strcmp(only, "rmw") == 0)
 		measure_rmw();
-		PAPI_shutdown();
-		return heritage_test_done("data_range");
-	}
-	for (int exact = 0; exact <= 1; exact++) {
+	for (int exact = 0; exact <= 1 && !(only && strcmp(only, "rmw") == 0); exact++) {
 		if (!only || strcmp(only, "pointers") == 0) {
 			if (verbose)
 				printf("Measure loads and stores on the pointers to the allocated arrays\n"

@@ -101,8 +101,12 @@ static inline void heritage_test_require_itanium2_env(void)
 
 /* Built with the instrument hooks (gcc and clang define this under
  * -fsanitize=kernel-address too): the instrument backend counts, no
- * mechanism needed.  Otherwise the trap backends must work here. */
-#if defined(__SANITIZE_ADDRESS__)
+ * mechanism needed.  Otherwise the trap backends must work here.  Not
+ * under the real AddressSanitizer of a sanitized build (configure
+ * --enable-sanitize defines HERITAGE_SANITIZE): its checks call ASan's
+ * runtime, never our hooks. */
+#if defined(HERITAGE_SANITIZE)
+#elif defined(__SANITIZE_ADDRESS__)
 #define HERITAGE_TEST_INSTRUMENTED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)

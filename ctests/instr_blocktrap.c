@@ -29,15 +29,19 @@
 #include "callgrind_self.h"
 #include "heritage_test.h"
 
+/* The routines compute in unsigned: their values wrap (bt_global's
+ * x * 3 + 1 by the 40th call), which signed overflow may not. */
 __attribute__((noinline)) long bt_callee(long x)
 {
-	return x * 3 + 1;
+	return (long)((unsigned long)x * 3 + 1);
 }
 
-/* xorshift in registers, a branch on the low bit. */
+/* xorshift in registers, a branch on the low bit.  (Signed, its shifts
+ * overflowed: UBSan under make check-sanitize, "left shift of
+ * 108595223277980261 by 17 places".) */
 __attribute__((noinline)) long bt_hot(long n, long seed)
 {
-	long x = seed, s = 0;
+	unsigned long x = (unsigned long)seed, s = 0;
 	for (long i = 0; i < n; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
@@ -45,9 +49,9 @@ __attribute__((noinline)) long bt_hot(long n, long seed)
 		if (x & 1)
 			s += x;
 		else
-			s -= i;
+			s -= (unsigned long)i;
 	}
-	return s;
+	return (long)s;
 }
 
 __attribute__((noinline)) void bt_hot_end(void)
@@ -80,17 +84,17 @@ __attribute__((noinline)) void bt_mixed_end(void)
 }
 
 /* RIP-relative data and a call through a pointer in the loop. */
-static long table[64];
+static unsigned long table[64];
 static long (*volatile callee_ptr)(long) = bt_callee;
 
 __attribute__((noinline)) long bt_global(long n, long seed)
 {
 	long s = seed;
 	for (long i = 0; i < 64; i++)
-		table[i] = i;
+		table[i] = (unsigned long)i;
 	for (long i = 0; i < n; i++) {
-		table[i & 63] += s;
-		s = callee_ptr(s) ^ table[(i + 7) & 63];
+		table[i & 63] += (unsigned long)s;
+		s = callee_ptr(s) ^ (long)table[(i + 7) & 63];
 	}
 	return s;
 }
@@ -104,8 +108,8 @@ __attribute__((noinline)) void bt_global_end(void)
  * middle of the function. */
 __attribute__((noinline)) long bt_switch(long n, long seed)
 {
-	long s = seed;
-	for (long i = 0; i < n; i++) {
+	unsigned long s = (unsigned long)seed;
+	for (unsigned long i = 0; i < (unsigned long)n; i++) {
 		switch ((s ^ i) & 7) {
 		case 0: s += 3; break;
 		case 1: s ^= i << 2; break;
@@ -117,7 +121,7 @@ __attribute__((noinline)) long bt_switch(long n, long seed)
 		default: s = ~s; break;
 		}
 	}
-	return s;
+	return (long)s;
 }
 
 __attribute__((noinline)) void bt_switch_end(void)

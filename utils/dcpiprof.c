@@ -336,7 +336,12 @@ int main(int argc, char **argv)
 	const char *db = NULL, *epoch = NULL, *pm = "default", *sp = NULL;
 	int per_image = 0, csl = 0, json = 0, header = 1;
 	double keep = 100;
-	const char **images = calloc((size_t)argc, sizeof *images);
+	/* What main allocates lives until the process exits, through the
+	 * statics here (images, files, the report): LeakSanitizer took it
+	 * for leaks from main's frame (make check-sanitize, dcpiprof_run.test:
+	 * 26916 bytes in 21 allocations). */
+	static const char **images;
+	images = calloc((size_t)argc, sizeof *images);
 	unsigned nimages = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -391,7 +396,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: -csl or --json, not both\n", prog);
 		return DCPI_USAGE;
 	}
-	struct report r = { 0 };
+	static struct report r;
 	int rc = dcpi_cols_parse(&r.cols, pm, "-pm", prog);
 	if (rc)
 		return rc;
@@ -406,7 +411,7 @@ int main(int argc, char **argv)
 
 	/* The profiles: each named image, else every image of the epoch. */
 	char why[1024];
-	char **files = NULL;
+	static char **files;
 	unsigned nfiles = nimages;
 	if (!nimages) {
 		if (pm_db_list(d.dir, &files, why, sizeof why)) {

@@ -22,6 +22,11 @@ struct service_map {
 	const struct rpm_service_page *page;
 	uint64_t gen;                          /* 1, 2, ...: one per page mapped */
 	int idx[RPM_MAX_CPUS];                 /* logical CPU -> the page's entry */
+	/* The map this one replaced, kept with its page (a handler may still
+	 * read it) and reachable from here: unreferenced, LeakSanitizer
+	 * reported it at exit after every restart of rpmd (make check-sanitize,
+	 * rpm_service.test: 4112 bytes in 1 allocation). */
+	const struct service_map *retired;
 };
 
 static struct {
@@ -324,6 +329,7 @@ static int revalidate_locked(void)
 		return -ESTALE;
 	}
 	/* The old mapping stays: a signal handler may be reading it. */
+	n->retired = m;
 	__atomic_store_n(&F.svc, n, __ATOMIC_RELEASE);
 	for (int k = 0; k < RPM_PERF_NCOUNTS; k++)
 		if (F.via_service[k])

@@ -139,10 +139,16 @@ END_TEST
 /* ---- fork ----------------------------------------------------------------- */
 
 static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
+/* Set once the thread owns its struct.  The test polled the struct's tid
+ * itself, atomically, while heritage_owner_set writes it plainly (its
+ * owner thread writes it before anyone may read it): ThreadSanitizer
+ * reported the race (make check-tsan, test_owner.c:159). */
+static int owner_ready;
 
 static void *own_and_wait(void *arg)
 {
 	heritage_owner_set(arg);
+	__atomic_store_n(&owner_ready, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&hold);
 	pthread_mutex_unlock(&hold);
 	return NULL;
@@ -156,7 +162,7 @@ START_TEST(in_a_forked_child_only_the_forking_thread_exists)
 	heritage_owner_set(&me);
 	pthread_mutex_lock(&hold);
 	ck_assert_int_eq(pthread_create(&t, NULL, own_and_wait, &other), 0);
-	while (__atomic_load_n(&other.tid, __ATOMIC_ACQUIRE) == 0 || other.key == NULL)
+	while (!__atomic_load_n(&owner_ready, __ATOMIC_ACQUIRE))
 		sched_yield();
 	ck_assert_int_eq(heritage_owner_gone(&other), 0);
 

@@ -506,7 +506,12 @@ static int add_path(struct path_buf *b, int32_t exit, const int32_t *on, uint32_
 		b->piece = m;
 		b->cappiece = c;
 	}
-	memcpy(b->piece + b->npiece, on, n * sizeof *on);
+	/* An empty path (n = 0) comes with on = NULL, and piece is still NULL
+	 * when the first paths are empty: memcpy's arguments must not be NULL
+	 * even for 0 bytes (UBSan's nonnull-attribute, test_blocks under make
+	 * check-sanitize: 6 reports). */
+	if (n)
+		memcpy(b->piece + b->npiece, on, n * sizeof *on);
 	b->path[b->npath++] = (struct bl_path){ exit, b->npiece, n };
 	b->npiece += n;
 	return 0;
