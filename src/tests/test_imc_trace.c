@@ -484,9 +484,12 @@ START_TEST(set_trace_cycles)
 	/* Every record is one period: 32e6 / 2000 = 16000 cycles of 32 MHz. */
 	ck_assert_int_eq(v1, (long long)n1 * 16000);
 	ck_assert_int_eq(v2, (long long)n * 16000);
-	/* And the cycles are the thread's CPU time at 32 MHz, measured apart. */
+	/* And the cycles are the thread's CPU time at 32 MHz, measured apart:
+	 * never more, and less by what the kernel's task-clock timer drops at
+	 * context switches (records/expected 0.977 alone, 0.927 in a root CI
+	 * pass, 0.885 with four test jobs on the two vCPUs). */
 	double want = cpu / 1e9 * 32e6;
-	ck_assert_msg(v2 >= 0.9 * want && v2 <= 1.02 * want, "%lld cycles for %.0f expected", v2, want);
+	ck_assert_msg(v2 >= 0.75 * want && v2 <= 1.02 * want, "%lld cycles for %.0f expected", v2, want);
 	ck_assert_int_eq(imc_trace_set_read(&t, &v1), -EINVAL); /* stopped */
 }
 END_TEST
