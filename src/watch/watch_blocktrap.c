@@ -281,15 +281,8 @@ static int is_own_code(const struct watch_code_fn *fn)
 	}
 	/* The C library (the handler returns through its __restore_rt), the
 	 * loader, the vDSO: as the page-trap backend refuses them. */
-	if (dladdr((void *)fn->lo, &other) && other.dli_fname) {
-		const char *base = strrchr(other.dli_fname, '/');
-		base = base ? base + 1 : other.dli_fname;
-		static const char *const sys[] = { "libc.so", "libc-", "ld-linux", "ld-", "libpthread", "linux-vdso",
-			                           "libcapstone" };
-		for (unsigned i = 0; i < sizeof sys / sizeof sys[0]; i++)
-			if (strncmp(base, sys[i], strlen(sys[i])) == 0)
-				return 1;
-	}
+	if (dladdr((void *)fn->lo, &other) && other.dli_fname && watch_codemap_runtime_object(other.dli_fname))
+		return 1;
 	const uintptr_t own[] = { (uintptr_t)bt_trap, (uintptr_t)watch_x86_xol_transfer,
 		                  (uintptr_t)watch_x86_cc_holds, (uintptr_t)watch_signal_mem_fd };
 	for (unsigned i = 0; i < sizeof own / sizeof own[0]; i++)

@@ -510,12 +510,6 @@ int watch_codemap_walk(uintptr_t lo, uintptr_t hi,
 
 /* ---------------------------------------------------------------- imports */
 
-static uintptr_t dyn_ptr(const struct cm_object *o, ElfW(Addr) v)
-{
-	/* glibc relocates these entries of the in-memory _DYNAMIC in place. */
-	return v < o->base ? o->base + v : v;
-}
-
 /* What the compilers call without coming back, when the call is not marked
  * by __asan_handle_no_return (the stack protector's check is added after
  * the sanitizers run). */
@@ -537,43 +531,67 @@ static int which_import(const char *name)
 	return -1;
 }
 
-static void note_slots(struct cm_object *o, const ElfW(Rela) *r, size_t n, const ElfW(Sym) *sym, const char *str)
+void watch_codemap_dyn_relocs(uintptr_t base, const void *dynamic,
+                              void (*cb)(void *arg, const char *name, uintptr_t where, unsigned type), void *arg)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *name = str + sym[ELF64_R_SYM(r[i].r_info)].st_name;
-		int which = which_import(name);
-		if (which >= 0 && ELF64_R_SYM(r[i].r_info) != 0 && o->nslot[which] < CM_MAX_SLOTS)
-			o->slot[which][o->nslot[which]++] = o->base + r[i].r_offset;
-	}
-}
+	uintptr_t tab[2] = { 0, 0 }, symtab = 0, strtab = 0;
+	size_t size[2] = { 0, 0 }, strsz = 0;
 
-static void scan_imports(struct cm_object *o)
-{
-	uintptr_t rela = 0, jmprel = 0, symtab = 0, strtab = 0;
-	size_t relasz = 0, pltrelsz = 0;
-
-	o->imports_scanned = 1;
-	if (!o->dyn)
+	if (!dynamic)
 		return;
-	for (const ElfW(Dyn) *d = o->dyn; d->d_tag != DT_NULL; d++) {
+	for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; d++) {
+		/* glibc relocates these entries of the in-memory _DYNAMIC in place. */
+		uintptr_t p = d->d_un.d_ptr < base ? base + d->d_un.d_ptr : d->d_un.d_ptr;
 		switch (d->d_tag) {
-		case DT_RELA: rela = dyn_ptr(o, d->d_un.d_ptr); break;
-		case DT_RELASZ: relasz = d->d_un.d_val; break;
-		case DT_JMPREL: jmprel = dyn_ptr(o, d->d_un.d_ptr); break;
-		case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
-		case DT_SYMTAB: symtab = dyn_ptr(o, d->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = dyn_ptr(o, d->d_un.d_ptr); break;
+		case DT_JMPREL: tab[0] = p; break;
+		case DT_PLTRELSZ: size[0] = d->d_un.d_val; break;
+		case DT_RELA: tab[1] = p; break;
+		case DT_RELASZ: size[1] = d->d_un.d_val; break;
+		case DT_SYMTAB: symtab = p; break;
+		case DT_STRTAB: strtab = p; break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
 		default: break;
 		}
 	}
 	if (!symtab || !strtab)
 		return;
-	if (jmprel)
-		note_slots(o, (const ElfW(Rela) *)jmprel, pltrelsz / sizeof(ElfW(Rela)), (const ElfW(Sym) *)symtab,
-		           (const char *)strtab);
-	if (rela)
-		note_slots(o, (const ElfW(Rela) *)rela, relasz / sizeof(ElfW(Rela)), (const ElfW(Sym) *)symtab,
-		           (const char *)strtab);
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+	for (int t = 0; t < 2; t++) {
+		const ElfW(Rela) *r = (const ElfW(Rela) *)tab[t];
+		for (size_t i = 0; r && i < size[t] / sizeof *r; i++) {
+			size_t k = ELF64_R_SYM(r[i].r_info);
+			if (k == 0 || (strsz && sym[k].st_name >= strsz))
+				continue;
+			cb(arg, (const char *)strtab + sym[k].st_name, base + r[i].r_offset, ELF64_R_TYPE(r[i].r_info));
+		}
+	}
+}
+
+static void note_slot(void *arg, const char *name, uintptr_t where, unsigned type)
+{
+	struct cm_object *o = arg;
+	int which = which_import(name);
+	(void)type;
+	if (which >= 0 && o->nslot[which] < CM_MAX_SLOTS)
+		o->slot[which][o->nslot[which]++] = where;
+}
+
+static void scan_imports(struct cm_object *o)
+{
+	o->imports_scanned = 1;
+	watch_codemap_dyn_relocs(o->base, o->dyn, note_slot, o);
+}
+
+int watch_codemap_runtime_object(const char *path)
+{
+	static const char *const prefix[] = { "libc.so", "libc-", "ld-linux", "ld-", "ld64.so", "libpthread",
+		                              "libcapstone", "linux-vdso", "[vdso]", "[vsyscall]", "[vvar" };
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+		if (strncmp(base, prefix[i], strlen(prefix[i])) == 0)
+			return 1;
+	return 0;
 }
 
 enum watch_import watch_codemap_import(uintptr_t slot)

@@ -51,6 +51,20 @@ enum watch_import {
 };
 enum watch_import watch_codemap_import(uintptr_t slot);
 
+/* Every dynamic relocation naming a symbol (DT_JMPREL's and DT_RELA's) of the
+ * object loaded at base whose _DYNAMIC is dyn: cb(arg, symbol name, the
+ * address it relocates (a GOT word for JUMP_SLOT and GLOB_DAT), its
+ * ELF64_R_TYPE).  Names past DT_STRSZ are skipped.  For the block analysis'
+ * imports here, and the GOT redirection of watch_got.c. */
+void watch_codemap_dyn_relocs(uintptr_t base, const void *dyn,
+                              void (*cb)(void *arg, const char *name, uintptr_t where, unsigned type), void *arg);
+
+/* The C library, the dynamic loader, libpthread, capstone and the vDSO (by
+ * a path, as dladdr, dl_iterate_phdr or /proc/self/maps name them): the
+ * code our signal handlers and the stepping run through, which the trap
+ * backends refuse to watch and whose calls are their own business. */
+int watch_codemap_runtime_object(const char *path);
+
 /* The end of the executable segment holding a, or 0 when a is not code. */
 uintptr_t watch_codemap_code_end(uintptr_t a);
 

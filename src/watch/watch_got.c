@@ -9,8 +9,8 @@
  *
  * What this reaches is what symbol interposition reached: calls through the
  * PLT or the GOT (-fno-plt) of the executable and of every shared object but
- * libc and the loader, whose own calls go to their internal aliases either
- * way.  Not reached: a function pointer taken before the patch (copied out
+ * the runtime's (libc and the loader, whose own calls go to their internal
+ * aliases either way, libpthread, capstone, the vDSO).  Not reached: a function pointer taken before the patch (copied out
  * of the GOT), objects dlopen'ed while a session runs until the next
  * session starts, and raw system calls.
  */
@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #endif
 #include "watch_got.h"
+#include "watch_codemap.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -41,25 +42,11 @@ static unsigned slots_written;
 struct walk {
 	int err;
 	unsigned changed;
+	uintptr_t relro_lo, relro_hi;   /* the object's PT_GNU_RELRO */
+	const char *object;
 	char *why;
 	size_t len;
 };
-
-static int skipped(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "ld-linux", 8) == 0 ||
-	       strncmp(base, "linux-vdso", 10) == 0 || strncmp(base, "ld64.so", 7) == 0;
-}
-
-/* glibc relocates the d_ptr values of an object's dynamic section in place
- * when it is writable (every object but the vDSO, which is skipped). */
-static uintptr_t dyn_addr(const struct dl_phdr_info *info, Elf64_Addr p)
-{
-	return p < info->dlpi_addr ? info->dlpi_addr + p : p;
-}
 
 static const struct watch_got_hook *hook_named(const char *name)
 {
@@ -89,72 +76,48 @@ static int write_slot(void **slot, void *fn, uintptr_t relro_lo, uintptr_t relro
 	return 0;
 }
 
+static void patch_slot(void *arg, const char *name, uintptr_t where, unsigned type)
+{
+	struct walk *w = arg;
+
+	if (w->err || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
+		return;
+	const struct watch_got_hook *h = hook_named(name);
+	void **slot = (void **)where;
+	if (!h || __atomic_load_n(slot, __ATOMIC_ACQUIRE) == h->fn)
+		return;
+	int err = write_slot(slot, h->fn, w->relro_lo, w->relro_hi);
+	if (err) {
+		snprintf(w->why, w->len, "cannot redirect %s in %s: mprotect: %s", h->name, w->object, strerror(-err));
+		w->err = err;
+		return;
+	}
+	w->changed++;
+}
+
+/* libc's and the loader's own calls go to their internal aliases anyway;
+ * the vDSO has no relocations. */
 static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct walk *w = arg;
-	const Elf64_Dyn *dyn = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
+	const void *dyn = NULL;
 
 	(void)size;
-	if (w->err || skipped(info->dlpi_name ? info->dlpi_name : ""))
+	const char *path = info->dlpi_name ? info->dlpi_name : "";
+	if (w->err || watch_codemap_runtime_object(path))
 		return 0;
+	w->relro_lo = w->relro_hi = 0;
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr);
+			dyn = (const void *)(info->dlpi_addr + ph->p_vaddr);
 		else if (ph->p_type == PT_GNU_RELRO) {
-			relro_lo = info->dlpi_addr + ph->p_vaddr;
-			relro_hi = relro_lo + ph->p_memsz;
+			w->relro_lo = info->dlpi_addr + ph->p_vaddr;
+			w->relro_hi = w->relro_lo + ph->p_memsz;
 		}
 	}
-	if (!dyn)
-		return 0;
-	const Elf64_Sym *symtab = NULL;
-	const char *strtab = NULL;
-	size_t strsz = 0;
-	const Elf64_Rela *tabs[2] = { NULL, NULL };
-	size_t sizes[2] = { 0, 0 };
-	for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB: symtab = (const Elf64_Sym *)dyn_addr(info, d->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = (const char *)dyn_addr(info, d->d_un.d_ptr); break;
-		case DT_STRSZ: strsz = d->d_un.d_val; break;
-		case DT_JMPREL: tabs[0] = (const Elf64_Rela *)dyn_addr(info, d->d_un.d_ptr); break;
-		case DT_PLTRELSZ: sizes[0] = d->d_un.d_val; break;
-		case DT_RELA: tabs[1] = (const Elf64_Rela *)dyn_addr(info, d->d_un.d_ptr); break;
-		case DT_RELASZ: sizes[1] = d->d_un.d_val; break;
-		default: break;
-		}
-	}
-	if (!symtab || !strtab)
-		return 0;
-	for (int t = 0; t < 2; t++) {
-		if (!tabs[t])
-			continue;
-		for (size_t k = 0; k < sizes[t] / sizeof(Elf64_Rela); k++) {
-			const Elf64_Rela *r = &tabs[t][k];
-			unsigned type = ELF64_R_TYPE(r->r_info);
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-				continue;
-			Elf64_Word name = symtab[ELF64_R_SYM(r->r_info)].st_name;
-			if (name >= strsz)
-				continue;
-			const struct watch_got_hook *h = hook_named(strtab + name);
-			if (!h)
-				continue;
-			void **slot = (void **)(info->dlpi_addr + r->r_offset);
-			if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == h->fn)
-				continue;
-			int err = write_slot(slot, h->fn, relro_lo, relro_hi);
-			if (err) {
-				snprintf(w->why, w->len, "cannot redirect %s in %s: mprotect: %s", h->name,
-				         info->dlpi_name[0] ? info->dlpi_name : "the executable", strerror(-err));
-				w->err = err;
-				return 0;
-			}
-			w->changed++;
-		}
-	}
+	w->object = path[0] ? path : "the executable";
+	watch_codemap_dyn_relocs(info->dlpi_addr, dyn, patch_slot, w);
 	return 0;
 }
 

@@ -19,8 +19,9 @@ struct watch_got_hook {
 /* Adds hooks to the process's set (once each; a name already hooked keeps
  * its first fn) and points every GOT slot (PLT jump slots and GLOB_DAT,
  * RELRO pages opened and closed again) that imports a hooked name at its
- * fn, in every loaded object but libc, the dynamic loader and the vDSO
- * (libpapi's own calls included, as when it exported the names).  Objects
+ * fn, in every loaded object but the runtime's (watch_codemap_runtime_object:
+ * libc, the loader, libpthread, capstone, the vDSO; libpapi's own calls
+ * included, as when it exported the names).  Objects
  * loaded later (dlopen) are patched at the next call, i.e. the next session
  * start that needs the hooks; nothing is walked again while no object was
  * loaded and no name added.  Returns the number of slots changed (>= 0), or

@@ -13,6 +13,7 @@
 #include "watch_signal.h"
 #include "watch_sys.h"
 #include "watch_x86.h"
+#include "watch_codemap.h"
 
 #include <asm/prctl.h>
 #include <dlfcn.h>
@@ -103,19 +104,6 @@ static int overlaps_pages(uintptr_t lo, uintptr_t hi, uintptr_t olo, uintptr_t o
 	return PAGE_DOWN(lo) < PAGE_UP(ohi) && PAGE_UP(hi) > PAGE_DOWN(olo);
 }
 
-/* Code the handlers and the stepping itself run: the signal trampoline
- * (__restore_rt) our handlers return through, capstone and what it calls,
- * the loader's lazy binding, the vDSO.  Watching any of it would fault inside
- * the handler or step the engine through itself. */
-static int is_runtime_object(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || !strncmp(base, "ld-linux", 8) ||
-	       !strncmp(base, "ld-", 3) || !strncmp(base, "libcapstone", 11) || !strncmp(base, "libpthread", 10) ||
-	       !strcmp(base, "[vdso]") || !strcmp(base, "[vsyscall]") || !strncmp(base, "[vvar", 5);
-}
-
 /* Only executable pages count as mapped code: a coarse instruction cover is
  * a power-of-two block of addresses, and one that crosses a page usually
  * reaches the program's ELF headers, .rodata, .data or a hole (a loop
@@ -132,7 +120,9 @@ static int check_code_mapping(const struct watch_map_entry *e, void *arg)
 	int in = clip_mapping(e, c, &a, &b);
 	if (in <= 0)
 		return in < 0;
-	if (is_runtime_object(e->name))
+	/* Code the handlers and the stepping itself run: watching any of it
+	 * would fault inside the handler or step the engine through itself. */
+	if (watch_codemap_runtime_object(e->name))
 		c->problem = "lies in the C library, the dynamic loader, capstone or the vDSO, which the page-trap "
 		             "engine's handlers run through; watch the application's own code (in coarse mode the "
 		             "cover reaches there: use :exact=1)";
