@@ -13,7 +13,6 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +27,12 @@
 #include "paragon/rpm_service.h"
 #include "paragon/rpm_shared.h"
 #include "pcp/hm_metrics.h"
+#include "shm_test.h"
 
-static pid_t runner;
 
 static void fresh_name(const char *test)
 {
-	char name[96];
-	snprintf(name, sizeof name, "hrt-unit-%d-%s", (int)runner, test);
+	const char *name = shm_test_name(test);
 	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
 	setenv("PAPI_HERITAGE_IMC_SHM", name, 1);
 	/* Objects this account publishes are trusted as a service account's. */
@@ -328,22 +326,10 @@ START_TEST(imc_nest_counts_are_the_pages_times_the_scale)
 }
 END_TEST
 
-static void remove_objects(void)
-{
-	char pattern[96];
-	glob_t g;
-	snprintf(pattern, sizeof pattern, "/dev/shm/hrt-unit-%d-*", (int)runner);
-	if (glob(pattern, 0, NULL, &g) == 0) {
-		for (size_t i = 0; i < g.gl_pathc; i++)
-			unlink(g.gl_pathv[i]);
-		globfree(&g);
-	}
-}
-
 int main(void)
 {
-	runner = getpid();
-	remove_objects();
+	shm_test_runner = getpid();
+	shm_test_remove();
 	Suite *s = suite_create("hm_metrics");
 	TCase *tc = tcase_create("metrics");
 	tcase_set_timeout(tc, 30);
@@ -359,6 +345,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	remove_objects();
+	shm_test_remove();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

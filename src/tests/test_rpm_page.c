@@ -18,7 +18,6 @@
 #define RPM_NO_STARTUP_MAP /* mapped by the tests, after the environment is set */
 #include <check.h>
 #include <errno.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 #include "common/heritage_probe.h"
 #include "i860paragon/rpm.h"
 #include "paragon/rpm_page.h"
+#include "shm_test.h"
 
 static struct rpm *const rpm = (struct rpm *)RPM_BASE_VADDR;
 static struct rpmsoft *const rpmsoft = (struct rpmsoft *)RPMSOFT_BASE_VADDR;
@@ -58,14 +58,11 @@ static int is_mapped(uintptr_t addr)
 	return mincore((void *)(addr & ~(uintptr_t)4095), 1, &v) == 0;
 }
 
-static pid_t runner;
 
 /* Each test (its own child) on its own shared objects. */
 static void fresh_shm(const char *test)
 {
-	char name[96];
-	snprintf(name, sizeof name, "hrt-unit-%d-%s", (int)runner, test);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
+	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(test), 1);
 }
 
 static void map_or_fail(void)
@@ -317,30 +314,15 @@ START_TEST(node_counts_and_reset_of_a_node)
 }
 END_TEST
 
-static char shm_name[64];
-
-static void remove_shm(void)
-{
-	char pattern[128];
-	glob_t g;
-	snprintf(pattern, sizeof pattern, "/dev/shm/%s-*", shm_name); /* the tests' too */
-	if (glob(pattern, 0, NULL, &g) == 0) {
-		for (size_t i = 0; i < g.gl_pathc; i++)
-			unlink(g.gl_pathv[i]);
-		globfree(&g);
-	}
-}
-
 int main(void)
 {
 	char why[512];
 
-	runner = getpid();
-	snprintf(shm_name, sizeof shm_name, "hrt-unit-%d", (int)runner);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_name, 1);
+	shm_test_runner = getpid();
+	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(NULL), 1);
 	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
 	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MAP");
-	remove_shm();
+	shm_test_remove();
 
 	Suite *s = suite_create("rpm_page");
 	TCase *tc = tcase_create("live");
@@ -373,6 +355,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	remove_shm();
+	shm_test_remove();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -13,7 +13,6 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +23,13 @@
 
 #include "common/heritage_error.h"
 #include "paragon/rpm_shared.h"
+#include "shm_test.h"
 
-static pid_t runner;
 
 /* A fresh <name> for the calling test. */
 static const char *fresh_name(const char *test)
 {
-	static char name[96];
-	snprintf(name, sizeof name, "hrt-unit-%d-%s", (int)runner, test);
+	const char *name = shm_test_name(test);
 	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
 	return name;
 }
@@ -322,24 +320,12 @@ START_TEST(only_the_bases_owner_may_reset)
 }
 END_TEST
 
-static void remove_objects(void)
-{
-	char pattern[96];
-	glob_t g;
-	snprintf(pattern, sizeof pattern, "/dev/shm/hrt-unit-%d-*", (int)runner);
-	if (glob(pattern, 0, NULL, &g) == 0) {
-		for (size_t i = 0; i < g.gl_pathc; i++)
-			unlink(g.gl_pathv[i]);
-		globfree(&g);
-	}
-}
-
 int main(void)
 {
-	runner = getpid();
+	shm_test_runner = getpid();
 	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MESH");
 	unsetenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING");
-	remove_objects();
+	shm_test_remove();
 
 	Suite *s = suite_create("rpm_shared");
 	TCase *tc = tcase_create("host");
@@ -359,6 +345,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	remove_objects();
+	shm_test_remove();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
