@@ -3,13 +3,16 @@
  * integer path against the man page's exponent trick, 32-bit wrap extension,
  * reset bases, the bus model, mesh routes on a 4x4 mesh, the /proc parsers;
  * and the rpmd service's page (src/paragon/rpm_service.c): its format, the
- * seqlock under a concurrent writer, staleness, and what a reader trusts.
+ * seqlock under a concurrent writer, staleness, and what a reader trusts;
+ * and that a set's per-thread sample buffer goes with its thread.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,8 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "paragon/rpm_events.h"
 #include "paragon/rpm_fpe.h"
 #include "paragon/rpm_model.h"
+#include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
 #include "paragon/rpm_service.h"
 
@@ -286,6 +291,44 @@ START_TEST(test_proc_interrupts_reentrant)
 	ck_assert_uint_eq(s.interrupts[0], 1);
 	ck_assert_uint_eq(s.interrupts[RPM_MAX_CPUS - 1], RPM_MAX_CPUS);
 	free(wide);
+}
+END_TEST
+
+/* A thread that starts, reads and stops a set of /proc-sampled events,
+ * then exits: its sample buffer (112 KiB) must go with it. */
+static void *sample_and_exit(void *arg)
+{
+	struct rpm_set *s = arg;
+	intptr_t bad = rpm_set_start(s) != 0 || rpm_set_read_slow(s) != 0 || rpm_set_stop(s) != 0;
+	return (void *)bad;
+}
+
+START_TEST(test_thread_buffer_freed)
+{
+	enum { THREADS = 64 };
+	unsigned code;
+	ck_assert_int_eq(rpm_event_parse("rpms_idle", &code), 0);
+	static struct rpm_set sets[THREADS];
+	/* One thread first: whatever is allocated once per process (the key,
+	 * stdio's buffers of /proc) is not a thread's. */
+	ck_assert_int_eq(rpm_set_events(&sets[0], &code, 1), 0);
+	pthread_t t;
+	void *bad;
+	ck_assert_int_eq(pthread_create(&t, NULL, sample_and_exit, &sets[0]), 0);
+	pthread_join(t, &bad);
+	ck_assert_ptr_null(bad);
+	size_t before = mallinfo2().uordblks;
+	for (int i = 1; i < THREADS; i++) {
+		ck_assert_int_eq(rpm_set_events(&sets[i], &code, 1), 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, sample_and_exit, &sets[i]), 0);
+		pthread_join(t, &bad);
+		ck_assert_ptr_null(bad);
+	}
+	size_t after = mallinfo2().uordblks;
+	/* Leaked, the threads' buffers would be 63 x 112 KiB: 7 MB. */
+	ck_assert_msg(after < before + sizeof(struct rpm_live) * 4,
+	              "%d threads left %zu bytes allocated (a sample buffer is %zu)", THREADS - 1, after - before,
+	              sizeof(struct rpm_live));
 }
 END_TEST
 
@@ -571,7 +614,7 @@ END_TEST
  * about 10 million reads on the 2-vCPU VM; with it, none. */
 #define SEQ_CPUS 64
 static struct rpm_service_page *seq_page;
-static volatile int seq_done;
+static atomic_int seq_done;
 
 static void *seq_writer(void *arg)
 {
@@ -585,7 +628,7 @@ static void *seq_writer(void *arg)
 		for (int j = 0; j < 50; j++)
 			__builtin_ia32_pause();
 	}
-	seq_done = 1;
+	atomic_store(&seq_done, 1);
 	return NULL;
 }
 
@@ -594,7 +637,7 @@ static void *seq_reader(void *arg)
 	uintptr_t bad = 0, reads = 0;
 	uint64_t last = 0;
 	unsigned idx = (unsigned)(uintptr_t)arg; /* the first entry written, or the last */
-	while (!seq_done) {
+	while (!atomic_load(&seq_done)) {
 		uint64_t out[RPM_PERF_NCOUNTS], hb;
 		if (rpm_service_read_cpu(seq_page, idx, out, &hb) != 0)
 			continue;
@@ -610,7 +653,7 @@ static void *seq_reader(void *arg)
 START_TEST(test_service_seqlock)
 {
 	seq_page = new_page(SEQ_CPUS, 10000000, 0);
-	seq_done = 0;
+	atomic_store(&seq_done, 0);
 	pthread_t w, r[2];
 	pthread_create(&r[0], NULL, seq_reader, (void *)0);
 	pthread_create(&r[1], NULL, seq_reader, (void *)(SEQ_CPUS - 1));
@@ -737,6 +780,7 @@ int main(void)
 	tcase_add_test(tc, test_service_stale);
 	tcase_add_test(tc, test_service_seqlock);
 	tcase_add_test(tc, test_service_objects);
+	tcase_add_test(tc, test_thread_buffer_freed);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
