@@ -20,6 +20,7 @@
  *   instr_blocktrap work NAME N   run routine NAME with N, without PAPI (for callgrind)
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -230,12 +231,12 @@ static void against_callgrind(const struct routine *r, long n)
 	EXPECT_EQ("IA64_INST_RETIRED = callgrind's self Ir", v[0], cg);
 }
 
-static volatile int other_stop;
+static atomic_int other_stop;
 
 static void *other_thread(void *arg)
 {
 	(void)arg;
-	while (!other_stop)
+	while (!atomic_load_explicit(&other_stop, memory_order_relaxed))
 		sink = bt_hot(1000, 7);
 	return NULL;
 }
@@ -250,7 +251,7 @@ static void threads(long n, long long want)
 	if (pthread_create(&th, NULL, other_thread, NULL) != 0)
 		exit(1);
 	CHECK_PAPI(count((void *)bt_hot, (void *)bt_hot_end, 1, "blocktrap", bt_hot, n, v, b, sizeof b, NULL));
-	other_stop = 1;
+	atomic_store(&other_stop, 1);
 	pthread_join(th, NULL);
 	printf("bt_hot(%ld) beside a thread running it: IA64_INST_RETIRED %lld (alone: %lld)\n", n, v[0], want);
 	EXPECT_EQ("this thread's instructions only", v[0], want);

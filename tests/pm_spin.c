@@ -30,7 +30,7 @@ static uint64_t cpu_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static volatile uint64_t sink;
+static __thread volatile uint64_t sink; /* per thread: two spinning threads sharing it race (ThreadSanitizer) */
 
 /* Spin until the calling thread has used ms more of CPU. */
 #define SPIN_FN(name)                                                              \

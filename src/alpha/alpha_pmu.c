@@ -509,13 +509,3 @@ int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct a
 		return heritage_fail(err, "alpha21064: PAPI_HERITAGE_ALPHA21064_BACKEND=%s: %s", table[forced].name, why);
 	return heritage_fail(err, "alpha21064: no backend can count these events: %s", why);
 }
-
-int alpha_any_backend(char *why, size_t len)
-{
-	return heritage_backend_any_usable(alpha_backends, sizeof alpha_backends / sizeof alpha_backends[0], why, len);
-}
-
-void alpha_limits(char *buf, size_t len)
-{
-	heritage_backend_limits(alpha_backends, sizeof alpha_backends / sizeof alpha_backends[0], buf, len);
-}

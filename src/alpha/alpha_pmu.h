@@ -141,12 +141,4 @@ int alpha_backend_choose(enum alpha_backend want, const char *stand_in, struct a
                          struct alpha_select *sel, const unsigned *codes, unsigned n, unsigned *pos,
                          enum alpha_backend *chosen);
 
-/* 0 if some backend can count here (for init_component), else -errno
- * and why. */
-int alpha_any_backend(char *why, size_t len);
-
-/* The backends this machine and account keep out, for the component's
- * description ("" if none). */
-void alpha_limits(char *buf, size_t len);
-
 #endif

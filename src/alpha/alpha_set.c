@@ -12,6 +12,7 @@
 #include <x86intrin.h>
 
 #include "alpha/alpha_set.h"
+#include "common/heritage_backend.h"
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "papi_heritage.h"
@@ -206,6 +207,23 @@ enum heritage_source alpha_set_event_source(const struct alpha_event *e)
 const struct heritage_backend *alpha_set_backends(unsigned *n)
 {
 	return alpha_backend_table(stand_in() != NULL, n);
+}
+
+/* From the table events will be chosen from: with a stand-in event the PMU
+ * backend needs only the sampling ring, so a machine with neither a core
+ * PMU nor single-stepping (a ThreadSanitizer build) still has one. */
+int alpha_any_backend(char *why, size_t len)
+{
+	unsigned n;
+	const struct heritage_backend *t = alpha_set_backends(&n);
+	return heritage_backend_any_usable(t, n, why, len);
+}
+
+void alpha_limits(char *buf, size_t len)
+{
+	unsigned n;
+	const struct heritage_backend *t = alpha_set_backends(&n);
+	heritage_backend_limits(t, n, buf, len);
 }
 
 uint64_t alpha_set_nominal_hz(void)

@@ -71,6 +71,12 @@ enum heritage_source alpha_set_event_source(const struct alpha_event *e);
 /* The backend table as papi_heritage_backend_usable sees it (with the
  * tests' stand-in event when PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT is set). */
 const struct heritage_backend *alpha_set_backends(unsigned *n);
+/* 0 if some backend can count here (for init_component), else -errno
+ * and why. */
+int alpha_any_backend(char *why, size_t len);
+/* The backends this machine and account keep out, for the component's
+ * description ("" if none). */
+void alpha_limits(char *buf, size_t len);
 
 /* The nominal clock of CYCLES: PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ, else
  * ALPHA_NOMINAL_HZ; read at each start. */

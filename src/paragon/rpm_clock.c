@@ -100,7 +100,8 @@ __attribute__((noinline, cold)) static int choose_mode(void)
 		return RPM_CLOCK_VDSO;
 	if (atomic_flag_test_and_set_explicit(&rpm_clock_state.writer, memory_order_acquire))
 		return RPM_CLOCK_UNSET; /* another thread is initialising: let it */
-	rpm_clock_state.c[0] = rpm_clock_state.c[1] = c;
+	rpm_clock_latch_store(&rpm_clock_state.c[0], &c);
+	rpm_clock_latch_store(&rpm_clock_state.c[1], &c);
 	atomic_flag_clear_explicit(&rpm_clock_state.writer, memory_order_release);
 	return RPM_CLOCK_TSC;
 }
@@ -112,7 +113,8 @@ __attribute__((noinline, cold)) static int reanchor(void)
 	if (atomic_flag_test_and_set_explicit(&rpm_clock_state.writer, memory_order_acquire))
 		return 0;
 	unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed);
-	struct rpm_tsc_clock c = rpm_clock_state.c[s & 1];
+	struct rpm_tsc_clock c;
+	rpm_clock_latch_load(&c, &rpm_clock_state.c[s & 1]);
 	uint64_t t, ns;
 	if (tsc_pair(&t, &ns) != 0) {
 		/* Stalled every time: extrapolate a while longer, try again later. */
@@ -123,10 +125,10 @@ __attribute__((noinline, cold)) static int reanchor(void)
 	/* The latch: readers move to the other copy while this one changes. */
 	atomic_store_explicit(&rpm_clock_state.seq, s + 1, memory_order_release);
 	atomic_thread_fence(memory_order_release);
-	rpm_clock_state.c[s & 1] = c;
+	rpm_clock_latch_store(&rpm_clock_state.c[s & 1], &c);
 	atomic_store_explicit(&rpm_clock_state.seq, s + 2, memory_order_release);
 	atomic_thread_fence(memory_order_release);
-	rpm_clock_state.c[(s + 1) & 1] = c;
+	rpm_clock_latch_store(&rpm_clock_state.c[(s + 1) & 1], &c);
 	atomic_flag_clear_explicit(&rpm_clock_state.writer, memory_order_release);
 	return 1;
 }
@@ -149,10 +151,11 @@ uint64_t rpm_now_ticks(void)
 	}
 	for (;;) {
 		unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_acquire);
-		const struct rpm_tsc_clock *c = &rpm_clock_state.c[s & 1];
+		struct rpm_tsc_clock c;
+		rpm_clock_latch_load(&c, &rpm_clock_state.c[s & 1]);
 		uint64_t tsc = __rdtsc();
-		int due = rpm_tsc_clock_due(c, tsc);
-		ticks = rpm_tsc_clock_ticks(c, tsc);
+		int due = rpm_tsc_clock_due(&c, tsc);
+		ticks = rpm_tsc_clock_ticks(&c, tsc);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed) != s)
 			continue; /* a writer moved the latch */

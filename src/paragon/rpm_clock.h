@@ -36,6 +36,27 @@ struct rpm_clock_state {
 	struct rpm_tsc_clock c[2] __attribute__((aligned(64)));
 };
 extern struct rpm_clock_state rpm_clock_state __attribute__((visibility("hidden")));
+
+/* A copy of the latch may be rewritten while a reader reads it (the
+ * sequence then sends the reader round again), so every field is loaded and
+ * stored atomically: a torn copy is a race the sequence detects, not
+ * undefined behaviour (ThreadSanitizer reported the plain copies, make
+ * check-tsan, test_rpm_clock).  Relaxed: plain moves on x86-64. */
+#define RPM_CLOCK_LATCH_FIELDS(X) X(tsc_base) X(interval) X(tick_mult) X(tick_frac) X(tick_base) X(ns_base) \
+	X(tsc0) X(ns0) X(mult) X(rate) X(interval_ns)
+_Static_assert(sizeof(struct rpm_tsc_clock) == 11 * sizeof(uint64_t), "RPM_CLOCK_LATCH_FIELDS names every field");
+static inline void rpm_clock_latch_load(struct rpm_tsc_clock *to, const struct rpm_tsc_clock *from)
+{
+#define RPM_CLOCK_LOAD(f) to->f = __atomic_load_n(&from->f, __ATOMIC_RELAXED);
+	RPM_CLOCK_LATCH_FIELDS(RPM_CLOCK_LOAD)
+#undef RPM_CLOCK_LOAD
+}
+static inline void rpm_clock_latch_store(struct rpm_tsc_clock *to, const struct rpm_tsc_clock *from)
+{
+#define RPM_CLOCK_STORE(f) __atomic_store_n(&to->f, from->f, __ATOMIC_RELAXED);
+	RPM_CLOCK_LATCH_FIELDS(RPM_CLOCK_STORE)
+#undef RPM_CLOCK_STORE
+}
 extern __thread uint64_t rpm_clock_last_ticks __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* A reading's last step: per thread, never behind the previous one. */
@@ -59,10 +80,16 @@ static inline __attribute__((always_inline)) int rpm_clock_try_ticks(uint64_t *t
 		return 0;
 	unsigned s = atomic_load_explicit(&rpm_clock_state.seq, memory_order_acquire);
 	const struct rpm_tsc_clock *c = &rpm_clock_state.c[s & 1];
-	uint64_t d = __rdtsc() - c->tsc_base;
-	if (__builtin_expect(d >= c->interval, 0)) /* due, or behind (wrapped) */
+	struct rpm_tsc_clock r; /* the fields a read needs (rpm_clock_latch_load says why atomic) */
+	r.tsc_base = __atomic_load_n(&c->tsc_base, __ATOMIC_RELAXED);
+	r.interval = __atomic_load_n(&c->interval, __ATOMIC_RELAXED);
+	uint64_t d = __rdtsc() - r.tsc_base;
+	if (__builtin_expect(d >= r.interval, 0)) /* due, or behind (wrapped) */
 		return 0;
-	uint64_t t = rpm_tsc_clock_ticks_after(c, d);
+	r.tick_mult = __atomic_load_n(&c->tick_mult, __ATOMIC_RELAXED);
+	r.tick_frac = __atomic_load_n(&c->tick_frac, __ATOMIC_RELAXED);
+	r.tick_base = __atomic_load_n(&c->tick_base, __ATOMIC_RELAXED);
+	uint64_t t = rpm_tsc_clock_ticks_after(&r, d);
 	atomic_thread_fence(memory_order_acquire);
 	if (__builtin_expect(atomic_load_explicit(&rpm_clock_state.seq, memory_order_relaxed) != s, 0))
 		return 0;

@@ -47,10 +47,33 @@ static void count_step(void *arg, uintptr_t pc, const uint8_t *bytes, unsigned n
 		t->inside++;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define WATCH_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WATCH_UNDER_TSAN 1
+#endif
+#endif
+
 void watch_single_step_probe(struct heritage_probe_result *r)
 {
 	struct step_tally t = { 0, 0 };
 	char why[WATCH_ERRLEN];
+
+#ifdef WATCH_UNDER_TSAN
+	/* A stepped thread steps through ThreadSanitizer's runtime too, and is
+	 * trapped inside it while it holds a sync variable's mutex; the
+	 * SIGTRAP handler's own (instrumented) atomics then wait for that
+	 * mutex forever (make check-tsan: 0% CPU in __tsan_atomic32_load from
+	 * tstep_trap, watch_step.c).  So in a TSan build stepping is absent,
+	 * and what needs it (page traps, the stepping backends) is too. */
+	r->state = HERITAGE_PROBE_ABSENT;
+	r->err = -ENOTSUP;
+	snprintf(r->evidence, sizeof r->evidence,
+	         "not in a ThreadSanitizer build: a step trapped inside TSan's runtime deadlocks the step handler "
+	         "on the runtime's own mutex");
+	return;
+#endif
 
 	watch_signal_probing(1);
 	int err = watch_step_start(count_step, &t, why, sizeof why);
