@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
-#include "paragon/rpm_service.h" /* the page's layout, which rpmd(8) documents */
+#include "rpm_service_page.h"
 
 #define READER_UID 65534
 #define PLANTER_UID 4242 /* another account: no passwd entry needed */
@@ -52,44 +52,22 @@ static uint64_t boot_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* The page as any account may see it: O_RDONLY, PROT_READ.  NULL if none. */
+/* The page as any account may see it (rpm_service_page.h).  NULL if none. */
 static const struct rpm_service_page *map_page(void)
 {
-	int fd = open(service_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	void *p = mmap(NULL, sizeof(struct rpm_service_page), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	return p == MAP_FAILED ? NULL : p;
+	return rpm_page_map(service_path, NULL);
 }
 
-/* The heartbeat and the page-fault total over all CPUs, by the seqlock
- * (written out here, not libheritage's reader: the layout is the contract). */
+/* The heartbeat, the page-fault total over all CPUs and the daemon's pid
+ * of the page there now. */
 static int page_state(uint64_t *heartbeat, uint64_t *faults, int32_t *pid)
 {
 	const struct rpm_service_page *p = map_page();
 	if (!p)
 		return -1;
-	int ok = p->magic == RPM_SERVICE_MAGIC;
-	for (int tries = 0; ok && tries < 1000000; tries++) {
-		uint64_t s1 = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE), sum = 0;
-		uint64_t hb = __atomic_load_n(&p->heartbeat_ns, __ATOMIC_RELAXED);
-		for (unsigned i = 0; i < p->ncpus && i < RPM_MAX_CPUS; i++)
-			sum += __atomic_load_n(&p->cpu[i].count[RPM_PF_ALL], __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (!(s1 & 1) && __atomic_load_n(&p->seq, __ATOMIC_RELAXED) == s1) {
-			if (heartbeat)
-				*heartbeat = hb;
-			if (faults)
-				*faults = sum;
-			if (pid)
-				*pid = p->pid;
-			munmap((void *)p, sizeof *p);
-			return 0;
-		}
-	}
-	munmap((void *)p, sizeof *p);
-	return -1;
+	int rc = rpm_page_read(p, heartbeat, faults, pid);
+	rpm_page_unmap(p);
+	return rc;
 }
 
 /* Waits until rpmd has published counts read after time t. */

@@ -20,6 +20,7 @@
  * unmapped: a signal handler may be reading it) when the daemon restarts. */
 struct service_map {
 	const struct rpm_service_page *page;
+	ino_t ino;                             /* the object's, when mapped */
 	uint64_t gen;                          /* 1, 2, ...: one per page mapped */
 	int idx[RPM_MAX_CPUS];                 /* logical CPU -> the page's entry */
 	/* The map this one replaced, kept with its page (a handler may still
@@ -234,9 +235,10 @@ static struct service_map *service_open(char *why, size_t len)
 {
 	static uint64_t generations;
 	const struct rpm_service_page *p;
+	ino_t ino;
 	if (!svc_path[0])
 		rpm_service_path(svc_path, sizeof svc_path);
-	if (rpm_service_map(svc_path, rpm_service_trusted_uid(), &p, why, len) != 0)
+	if (rpm_service_map(svc_path, rpm_service_trusted_uid(), &p, &ino, why, len) != 0)
 		return NULL;
 	struct service_map *m = calloc(1, sizeof *m);
 	if (!m) {
@@ -245,6 +247,7 @@ static struct service_map *service_open(char *why, size_t len)
 		return NULL;
 	}
 	m->page = p;
+	m->ino = ino;
 	for (unsigned i = 0; i < F.ncpus; i++) {
 		m->idx[i] = rpm_service_find_cpu(p, F.os[i]);
 		if (m->idx[i] < 0) {
@@ -305,13 +308,29 @@ static void use_service(void)
 	}
 }
 
-/* Under svc_lock.  0 if the page in use is live, or was stale and a live
- * one (a restarted daemon's) replaced it; else -ESTALE, svc_why says why. */
+/* A page is done with once its daemon is: stale by its heartbeat
+ * (rpm_service_stale: a dead daemon's page only after 5 s, as its pid may
+ * be another namespace's), or late and renamed over by a restarted daemon,
+ * which takes the name only from a dead one.  Without the second a set
+ * started in those 5 s counted from the dead page: rpms_dat 0 over fresh
+ * pages while the new daemon published them (make stress, rpmd killed
+ * every 1.5 s).  The stat() is made only for a late heartbeat. */
+static int page_done(const struct service_map *m, uint64_t hb)
+{
+	uint64_t now = rpm_clock_boottime_ns();
+	if (rpm_service_stale(m->page, hb, now))
+		return 1;
+	return hb + 2 * m->page->interval_ns < now && rpm_service_replaced(svc_path, m->ino);
+}
+
+/* Under svc_lock.  0 if the page in use is live, or was done with and a
+ * live one (a restarted daemon's) replaced it; else -ESTALE, svc_why says
+ * why. */
 static int revalidate_locked(void)
 {
 	struct service_map *m = F.svc;
 	uint64_t hb, c[RPM_PERF_NCOUNTS];
-	if (m && rpm_service_read_cpu(m->page, 0, c, &hb) == 0 && !rpm_service_stale(m->page, hb, rpm_clock_boottime_ns()))
+	if (m && rpm_service_read_cpu(m->page, 0, c, &hb) == 0 && !page_done(m, hb))
 		return 0;
 	char why[768];
 	struct service_map *n = service_open(why, sizeof why);
@@ -419,7 +438,7 @@ int rpm_perf_read(unsigned i, uint64_t out[RPM_PERF_NCOUNTS], uint64_t *gen)
 	if (!m)
 		return -ESTALE;
 	int err = rpm_service_read_cpu(m->page, (unsigned)m->idx[i], c, &hb);
-	if (!err && rpm_service_stale(m->page, hb, rpm_clock_boottime_ns()))
+	if (!err && page_done(m, hb))
 		err = -ESTALE;
 	if (err)
 		return err;

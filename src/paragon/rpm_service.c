@@ -188,8 +188,8 @@ uid_t rpm_service_trusted_uid(void)
 	return heritage_uid_of(u && *u ? u : RPM_SERVICE_DEFAULT_USER);
 }
 
-int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_service_page **page, char *why,
-                    size_t len)
+int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_service_page **page, ino_t *ino,
+                    char *why, size_t len)
 {
 	char reason[512];
 	int fd = heritage_shm_open_reader(path, "rpmd", why, len);
@@ -236,7 +236,15 @@ int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_servic
 		return err;
 	}
 	*page = p;
+	if (ino)
+		*ino = st.st_ino;
 	return 0;
+}
+
+int rpm_service_replaced(const char *path, ino_t ino)
+{
+	struct stat st;
+	return stat(path, &st) != 0 || st.st_ino != ino;
 }
 
 int rpm_service_create(const char *path, unsigned ncpus, const unsigned *os, uint64_t interval_ns, uint64_t now_ns,
@@ -246,7 +254,7 @@ int rpm_service_create(const char *path, unsigned ncpus, const unsigned *os, uin
 	/* Another live daemon's page under the name is its, not ours to take. */
 	const struct rpm_service_page *other;
 	char reason[512];
-	if (rpm_service_map(path, geteuid(), &other, reason, sizeof reason) == 0) {
+	if (rpm_service_map(path, geteuid(), &other, NULL, reason, sizeof reason) == 0) {
 		int32_t pid = other->pid;
 		munmap((void *)other, sizeof *other);
 		if (heritage_shm_taken(pid)) {

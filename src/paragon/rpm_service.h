@@ -123,10 +123,15 @@ void rpm_service_path(char *buf, size_t len);
  * the account "rpmd"), or (uid_t)-1 if there is none.  Not signal-safe. */
 uid_t rpm_service_trusted_uid(void);
 /* Reader: maps the object at path read-only if rpm_service_check() and the
- * heartbeat accept it.  0, or a negative errno with the reason in why (the
- * path in it).  Not signal-safe (open, mmap). */
-int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_service_page **page, char *why,
-                    size_t len);
+ * heartbeat accept it; *ino (if not NULL) is its inode.  0, or a negative
+ * errno with the reason in why (the path in it).  Not signal-safe (open,
+ * mmap). */
+int rpm_service_map(const char *path, uid_t trusted_uid, const struct rpm_service_page **page, ino_t *ino,
+                    char *why, size_t len);
+/* 1 if the object at path is no longer the one with inode ino: a restarted
+ * daemon renamed its page over it (which it does only once the old one's
+ * process is gone), or it was removed.  One stat(); signal-safe. */
+int rpm_service_replaced(const char *path, ino_t ino);
 /* Daemon: a new object at path, filled by rpm_service_init's arguments,
  * replacing any there (another owner's object can be replaced only by root,
  * which owns /dev/shm: else -EEXIST with the reason).  *page is the

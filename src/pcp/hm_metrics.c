@@ -214,7 +214,7 @@ static void rpmd_refresh(struct hm_state *s)
 	if (!s->rpmd) {
 		char why[512];
 		const struct rpm_service_page *p;
-		int err = rpm_service_map(s->rpmd_path, rpm_service_trusted_uid(), &p, why, sizeof why);
+		int err = rpm_service_map(s->rpmd_path, rpm_service_trusted_uid(), &p, NULL, why, sizeof why);
 		if (err) {
 			snprintf(s->rpmd_status, sizeof s->rpmd_status, "unavailable: %s", why);
 			s->rpmd_ncpus = 0;

@@ -696,7 +696,7 @@ START_TEST(test_service_objects)
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 
-	ck_assert_int_eq(rpm_service_map(path, me, &r, why, sizeof why), -ENOENT);
+	ck_assert_int_eq(rpm_service_map(path, me, &r, NULL, why, sizeof why), -ENOENT);
 	ck_assert_msg(strstr(why, "rpmd is not running"), "%s", why);
 	ck_assert_int_eq(rpm_service_create(path, 2, os, 10000000, now, no_err, no_why, &w, &ino, why, sizeof why), 0);
 	struct stat st;
@@ -705,8 +705,12 @@ START_TEST(test_service_objects)
 	ck_assert_uint_eq(st.st_uid, me);
 	ck_assert_uint_eq(st.st_ino, ino);
 	ck_assert_int_eq(w->pid, getpid());
-	/* Trusted as the service account's; a read-only view. */
-	ck_assert_int_eq(rpm_service_map(path, me, &r, why, sizeof why), 0);
+	/* Trusted as the service account's; a read-only view, of that inode. */
+	ino_t mapped = 0;
+	ck_assert_int_eq(rpm_service_map(path, me, &r, &mapped, why, sizeof why), 0);
+	ck_assert_uint_eq(mapped, ino);
+	ck_assert_int_eq(rpm_service_replaced(path, mapped), 0);
+	ck_assert_int_eq(rpm_service_replaced(path, mapped + 1), 1); /* another daemon's page there now */
 	uint64_t counts[2][RPM_PERF_NCOUNTS] = { { 1, 1, 0, 5 }, { 2, 2, 0, 6 } }, out[RPM_PERF_NCOUNTS];
 	rpm_service_publish(w, now + 1, (const uint64_t(*)[RPM_PERF_NCOUNTS])counts);
 	ck_assert_int_eq(rpm_service_read_cpu(r, 1, out, NULL), 0);
@@ -715,20 +719,20 @@ START_TEST(test_service_objects)
 	ck_assert_int_eq(errno, EACCES);
 	munmap((void *)r, sizeof *r);
 	if (me != 0) { /* root's objects are always trusted */
-		ck_assert_int_eq(rpm_service_map(path, (uid_t)-1, &r, why, sizeof why), -EPERM);
+		ck_assert_int_eq(rpm_service_map(path, (uid_t)-1, &r, NULL, why, sizeof why), -EPERM);
 		ck_assert_msg(strstr(why, "owned by uid"), "%s", why);
 	}
 	/* Writable by others: refused. */
 	chmod(path, 0666);
-	ck_assert_int_eq(rpm_service_map(path, me, &r, why, sizeof why), -EPERM);
+	ck_assert_int_eq(rpm_service_map(path, me, &r, NULL, why, sizeof why), -EPERM);
 	chmod(path, 0444);
 	/* A symlink to it, and a FIFO (which must not block the reader). */
 	snprintf(link, sizeof link, "%s/link", dir);
 	ck_assert_int_eq(symlink(path, link), 0);
-	ck_assert_int_eq(rpm_service_map(link, me, &r, why, sizeof why), -ELOOP);
+	ck_assert_int_eq(rpm_service_map(link, me, &r, NULL, why, sizeof why), -ELOOP);
 	unlink(link);
 	ck_assert_int_eq(mkfifo(link, 0444), 0);
-	ck_assert_int_eq(rpm_service_map(link, me, &r, why, sizeof why), -EINVAL);
+	ck_assert_int_eq(rpm_service_map(link, me, &r, NULL, why, sizeof why), -EINVAL);
 	ck_assert_msg(strstr(why, "not a regular file"), "%s", why);
 	unlink(link);
 	/* A live daemon's page is not taken over (our parent stands for it). */
@@ -744,15 +748,18 @@ START_TEST(test_service_objects)
 	waitpid(dead, NULL, 0);
 	__atomic_store_n(&w->pid, (int32_t)dead, __ATOMIC_RELAXED);
 	rpm_service_publish(w, now > 20000000000ULL ? now - 20000000000ULL : 0, (const uint64_t(*)[RPM_PERF_NCOUNTS])counts);
-	ck_assert_int_eq(rpm_service_map(path, me, &r, why, sizeof why), -ESTALE);
+	ck_assert_int_eq(rpm_service_map(path, me, &r, NULL, why, sizeof why), -ESTALE);
 	ck_assert_msg(strstr(why, "stale") && strstr(why, "is gone"), "%s", why);
 	ck_assert_int_eq(rpm_service_create(path, 2, os, 10000000, now, no_err, no_why, &w2, &ino2, why, sizeof why), 0);
 	ck_assert_uint_ne(ino2, ino);
+	ck_assert_int_eq(rpm_service_replaced(path, ino), 1); /* a reader of the old page sees it renamed over */
+	ck_assert_int_eq(rpm_service_replaced(path, ino2), 0);
 	/* The old daemon's exit does not remove its successor's page. */
 	rpm_service_remove(path, ino);
 	ck_assert_int_eq(access(path, F_OK), 0);
 	rpm_service_remove(path, ino2);
 	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(rpm_service_replaced(path, ino2), 1); /* removed (rpmd stop) */
 	munmap(w, sizeof *w);
 	munmap(w2, sizeof *w2);
 	rmdir(dir);
