@@ -912,10 +912,20 @@ static pid_t start_rpmd(void)
 	return -1;
 }
 
+static pid_t rpmd_reader_start(double seconds);
+static double rpmd_seconds;
+static int rpmd_reader_status;
+
+/* Every rpmd is this thread's child, and dies with it (PR_SET_PDEATHSIG
+ * follows the forking thread): so it waits for the reader, whose run ends
+ * after this one's deadline, with a daemon alive, then stops that one. */
 static void *rpmd_main(void *unused)
 {
 	(void)unused;
 	role = "rpmd supervisor";
+	if ((rpmd_pid = start_rpmd()) <= 0)
+		return NULL;
+	pid_t reader = rpmd_reader_start(rpmd_seconds);
 	while (running()) {
 		pause_ms(1500);
 		kill(rpmd_pid, SIGKILL);
@@ -924,6 +934,15 @@ static void *rpmd_main(void *unused)
 		pause_ms(300);
 		if ((rpmd_pid = start_rpmd()) <= 0)
 			break;
+	}
+	if (reader > 0) {
+		waitpid(reader, &rpmd_reader_status, 0);
+		CHECK(WIFEXITED(rpmd_reader_status) && WEXITSTATUS(rpmd_reader_status) == 0,
+		      "the rpmd reader (uid %d) failed: status %#x", RPMD_READER_UID, rpmd_reader_status);
+	}
+	if (rpmd_pid > 0) {
+		kill(rpmd_pid, SIGTERM); /* it removes its page */
+		waitpid(rpmd_pid, NULL, 0);
 	}
 	return NULL;
 }
@@ -1179,10 +1198,14 @@ static void probe_component(enum comp c, const char *event, const char *backend)
 
 /* ---- one round of every thread -------------------------------------------------------- */
 
-static int run_round(double seconds, int with_imcd)
+static int run_round(double seconds, int with_imcd, int with_rpmd)
 {
-	pthread_t w[NWORKERS], f, s, d, n[2];
+	pthread_t w[NWORKERS], f, s, d, n[2], r;
 	deadline = now_s(CLOCK_MONOTONIC) + seconds;
+	if (with_rpmd) {
+		rpmd_seconds = seconds;
+		pthread_create(&r, NULL, rpmd_main, NULL);
+	}
 	for (int t = 0; t < NWORKERS; t++)
 		pthread_create(&w[t], NULL, worker_main, (void *)(intptr_t)t);
 	/* STRESS_NO_FORK=1, STRESS_NO_SIGNALS=1: without those threads (to
@@ -1209,6 +1232,10 @@ static int run_round(double seconds, int with_imcd)
 		pthread_join(d, NULL);
 		for (int k = 0; k < 2; k++)
 			pthread_join(n[k], NULL);
+	}
+	if (with_rpmd) {
+		pthread_join(r, NULL);
+		threads += 1;
 	}
 	return threads;
 }
@@ -1354,7 +1381,7 @@ int main(int argc, char **argv)
 	/* A warm-up round of the same threads: one-time allocations (the
 	 * engine thread, glibc's cached thread stacks and malloc arenas,
 	 * PAPI's thread records) are made before the baseline. */
-	run_round(2, with_imcd);
+	run_round(2, with_imcd, 0);
 	if (atomic_load(&failures)) {
 		printf("stress: FAILED in the warm-up round (%d checks)\n", atomic_load(&failures));
 		return 1;
@@ -1372,29 +1399,10 @@ int main(int argc, char **argv)
 	snprintf(maps_before, sizeof maps_before, "%s/stress-maps-before-%d", getenv("TMPDIR") ?: P_tmpdir, (int)getpid());
 	dump_maps(maps_before);
 
-	pthread_t rpmd_thread;
-	pid_t reader = 0;
 	snprintf(rpmd_pidfile, sizeof rpmd_pidfile, "%s/stress-rpmd-%d.pid", getenv("TMPDIR") ?: P_tmpdir, (int)getpid());
-	if (with_rpmd && (rpmd_pid = start_rpmd()) > 0) {
-		reader = rpmd_reader_start(seconds);
-		deadline = now_s(CLOCK_MONOTONIC) + seconds; /* run_round sets it too; the supervisor starts first */
-		pthread_create(&rpmd_thread, NULL, rpmd_main, NULL);
-	}
 	double t0 = now_s(CLOCK_MONOTONIC);
-	int threads = run_round(seconds, with_imcd);
+	int threads = run_round(seconds, with_imcd, with_rpmd);
 	double took = now_s(CLOCK_MONOTONIC) - t0;
-	if (reader > 0) {
-		pthread_join(rpmd_thread, NULL);
-		int status = 0;
-		waitpid(reader, &status, 0);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the rpmd reader (uid %d) failed: status %#x",
-		      RPMD_READER_UID, status);
-		threads += 1;
-	}
-	if (rpmd_pid > 0) {
-		kill(rpmd_pid, SIGTERM); /* it removes its page */
-		waitpid(rpmd_pid, NULL, 0);
-	}
 
 	/* The end state as the baseline's: a live imcd, whose pages the next
 	 * nest set maps (a restarted one's replace the old ones). */

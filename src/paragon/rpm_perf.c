@@ -361,11 +361,17 @@ int rpm_perf_revalidate(const char **why)
 	rpm_perf_ensure();
 	if (!F.any_service)
 		return 0;
+	/* The reason is copied under the lock: another thread's revalidation
+	 * rewrites svc_why (ThreadSanitizer saw a read of it torn by one, make
+	 * check-tsan, tests/tsan-stress.test). */
+	static __thread char why_copy[sizeof svc_why];
 	pthread_mutex_lock(&svc_lock);
 	int err = revalidate_locked();
+	if (err)
+		memcpy(why_copy, svc_why, sizeof why_copy);
 	pthread_mutex_unlock(&svc_lock);
 	if (why)
-		*why = err ? svc_why : "";
+		*why = err ? why_copy : "";
 	return err;
 }
 

@@ -38,7 +38,8 @@ int rpm_perf_status(enum rpm_perf_count k, const char **why);
 int rpm_perf_read(unsigned i, uint64_t out[RPM_PERF_NCOUNTS], uint64_t *gen);
 /* Thread context: if the service page in use went stale and a restarted
  * daemon publishes a live one, use that one from now on (a new generation).
- * 0, or -ESTALE with *why (may be NULL). */
+ * 0, or -ESTALE with *why (may be NULL): this thread's copy, good until its
+ * next call. */
 int rpm_perf_revalidate(const char **why);
 /* The current service page's generation (0: none). */
 uint64_t rpm_perf_generation(void);
