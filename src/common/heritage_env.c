@@ -1,8 +1,11 @@
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/heritage_env.h"
+#include "common/heritage_error.h"
 
 const char *heritage_env(const char *component, const char *knob)
 {
@@ -17,4 +20,21 @@ const char *heritage_env(const char *component, const char *knob)
 	 * environment must not choose its backends, files or periods. */
 	const char *v = secure_getenv(name);
 	return (v && *v) ? v : NULL;
+}
+
+int heritage_env_flag(const char *component, const char *knob, int *on)
+{
+	const char *v = heritage_env(component, knob);
+	*on = 0;
+	if (!v || strcmp(v, "0") == 0)
+		return 0;
+	if (strcmp(v, "1") == 0) {
+		*on = 1;
+		return 0;
+	}
+	char name[128];
+	snprintf(name, sizeof name, "PAPI_HERITAGE_%s_%s", component, knob);
+	for (char *p = name; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	return heritage_fail(-EINVAL, "%s=%.64s: give 0 or 1", name, v);
 }

@@ -10,4 +10,9 @@
 /* Value of PAPI_HERITAGE_<component>_<knob> (uppercased), or NULL. */
 const char *heritage_env(const char *component, const char *knob);
 
+/* A 0-or-1 knob: *on is 0 when unset.  0, or -EINVAL with the message
+ * (heritage_fail) for any other value: "yes" or "true" is not taken for 1
+ * nor "no" for 0, which is what a typo would silently be. */
+int heritage_env_flag(const char *component, const char *knob, int *on);
+
 #endif

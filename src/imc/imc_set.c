@@ -189,6 +189,10 @@ int imc_set_start(struct imc_set *s)
 {
 	if (s->running)
 		return heritage_fail(-EBUSY, "imc: the set is running");
+	int exact;
+	int bad = heritage_env_flag("imc", "exact", &exact);
+	if (bad)
+		return bad;
 	/* The engine counts what neither the trace nor the kernel's PMUs do. */
 	int counters = 0;
 	for (unsigned i = 0; i < s->nevents; i++)
@@ -243,8 +247,7 @@ int imc_set_start(struct imc_set *s)
 		release(s);
 		return err;
 	}
-	const char *x = heritage_env("imc", "exact");
-	s->exact = x && strcmp(x, "1") == 0;
+	s->exact = exact;
 	for (unsigned i = 0; i < s->nevents; i++) {
 		if ((int)i == s->trace_pos || s->perf[i]) {
 			s->values[i] = 0;

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heritage_env.h" /* secure_getenv: not from a setuid program's caller */
 #include "papi_heritage.h"
 #include "paragon/rpm_coll_model.h"
 #include "paragon/rpm_mesh_map.h"
@@ -238,7 +239,7 @@ static void agree_or_abort(void)
  * any is bad. */
 static int shape_from_env(void)
 {
-	const char *s = getenv("PAPI_HERITAGE_MPI_MESH");
+	const char *s = heritage_env("MPI", "MESH");
 	if (s && *s) {
 		if (rpm_mesh_parse_shape(s, &M.shape) != 0) {
 			fail("PAPI_HERITAGE_MPI_MESH=%s is not a mesh shape: RxC expected (e.g. 3x3), at most %u routers",
@@ -250,7 +251,7 @@ static int shape_from_env(void)
 		return -1;
 	}
 	M.shape.routing = RPM_ROUTE_XY;
-	const char *r = getenv("PAPI_HERITAGE_MPI_ROUTING");
+	const char *r = heritage_env("MPI", "ROUTING");
 	if (r && *r && rpm_mesh_parse_routing(r, &M.shape.routing) != 0) {
 		fail("PAPI_HERITAGE_MPI_ROUTING=%s: xy (X then Y, the default) or yx expected", r);
 		return -1;
@@ -261,7 +262,7 @@ static int shape_from_env(void)
 		     s, M.nodes, (unsigned)M.size);
 		return -1;
 	}
-	const char *want = getenv("PAPI_HERITAGE_MPI_WINDOW");
+	const char *want = heritage_env("MPI", "WINDOW");
 	if (!want || !*want || strcmp(want, "auto") == 0) {
 		M.rma = -1; /* window_open asks MPI */
 	} else if (strcmp(want, "rma") == 0) {
@@ -329,7 +330,7 @@ static void mesh_start(void)
 	agree_or_abort();
 	(void)window_open();
 	agree_or_abort();
-	const char *c = getenv("PAPI_HERITAGE_MPI_COLL");
+	const char *c = heritage_env("MPI", "COLL");
 	M.coll = !(c && strcmp(c, "off") == 0);
 	PMPI_Comm_group(MPI_COMM_WORLD, &M.world);
 	PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, table_delete, &M.keyval, NULL);
@@ -356,7 +357,7 @@ static FILE *open_out(const char *prefix, const char *ext, char *name, size_t le
 
 static void write_map(const uint64_t *totals)
 {
-	const char *prefix = getenv("PAPI_HERITAGE_MPI_MAP");
+	const char *prefix = heritage_env("MPI", "MAP");
 	if (!prefix)
 		prefix = "paragon-mesh";
 	if (!*prefix || strcmp(prefix, "none") == 0)

@@ -157,23 +157,21 @@ int rpm_event_format(unsigned code, char *buf, int len)
 	return len <= 0 ? -ENOENT : heritage_event_format(&rpm_event_names, code, buf, (size_t)len);
 }
 
-int rpm_model_allowed(void)
-{
-	const char *v = heritage_env("PARAGON_RPM", "MODEL");
-	return v && strcmp(v, "0") != 0;
-}
 
 int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 {
 	if (n > RPM_MAX_EVENTS)
 		return heritage_fail(-ENOSPC, "paragon_rpm: at most %d events per event set", RPM_MAX_EVENTS);
-	int need_live = 0, need_fpe = 0, need_perf = 0;
+	int need_live = 0, need_fpe = 0, need_perf = 0, model_allowed;
+	int err = heritage_env_flag("PARAGON_RPM", "MODEL", &model_allowed);
+	if (err)
+		return err;
 	for (unsigned i = 0; i < n; i++) {
 		const struct rpm_event *e = rpm_event_of(codes[i]);
 		if (!e)
 			return heritage_fail(-ENOENT, "paragon_rpm: no event with code %#x", codes[i]);
 		const char *why;
-		if (rpm_event_source(e, &why) == HERITAGE_UNAVAILABLE && !rpm_model_allowed())
+		if (rpm_event_source(e, &why) == HERITAGE_UNAVAILABLE && !model_allowed)
 			return heritage_fail(-ENOTSUP,
 			                     "paragon_rpm: %s has no honest source on this machine%s%s (the model would count 0); "
 			                     "set PAPI_HERITAGE_PARAGON_RPM_MODEL=1 to count it anyway",

@@ -63,9 +63,6 @@ const struct rpm_event *rpm_event_of(unsigned code);
  * refused is unavailable, *why (may be NULL) says why. */
 enum heritage_source rpm_event_source(const struct rpm_event *e, const char **why);
 
-/* Is the model opted into (PAPI_HERITAGE_PARAGON_RPM_MODEL=1)? */
-int rpm_model_allowed(void);
-
 #define RPM_MAX_EVENTS 64
 struct rpm_set {
 	unsigned n;

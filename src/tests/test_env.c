@@ -5,12 +5,14 @@
  * calls of one process).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/heritage_env.h"
+#include "common/heritage_error.h"
 
 START_TEST(unset_and_empty_are_null)
 {
@@ -45,6 +47,36 @@ START_TEST(value_is_read_at_each_call)
 	ck_assert_str_eq(heritage_env("itanium2", "mode"), "exact");
 	unsetenv("PAPI_HERITAGE_ITANIUM2_MODE");
 	ck_assert_ptr_null(heritage_env("itanium2", "mode"));
+}
+END_TEST
+
+/* A 0-or-1 knob takes 0 and 1 only: the value PARAGON_RPM_MODEL took for
+ * "on" was anything but "0", IMC_EXACT's only "1", so "no" meant on for one
+ * and "yes" off for the other. */
+START_TEST(flags_take_0_or_1_only)
+{
+	int on = -1;
+	unsetenv("PAPI_HERITAGE_IMC_EXACT");
+	ck_assert_int_eq(heritage_env_flag("imc", "exact", &on), 0);
+	ck_assert_int_eq(on, 0);
+	setenv("PAPI_HERITAGE_IMC_EXACT", "1", 1);
+	ck_assert_int_eq(heritage_env_flag("imc", "exact", &on), 0);
+	ck_assert_int_eq(on, 1);
+	setenv("PAPI_HERITAGE_IMC_EXACT", "0", 1);
+	ck_assert_int_eq(heritage_env_flag("imc", "exact", &on), 0);
+	ck_assert_int_eq(on, 0);
+	static const char *const bad[] = { "yes", "no", "true", "2", "01", " 1", "1 " };
+	for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		setenv("PAPI_HERITAGE_PARAGON_RPM_MODEL", bad[i], 1);
+		on = -1;
+		ck_assert_int_eq(heritage_env_flag("paragon_rpm", "model", &on), -EINVAL);
+		ck_assert_int_eq(on, 0);
+		char want[96];
+		snprintf(want, sizeof want, "PAPI_HERITAGE_PARAGON_RPM_MODEL=%s: give 0 or 1", bad[i]);
+		ck_assert_str_eq(heritage_last_error(), want);
+	}
+	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MODEL");
+	unsetenv("PAPI_HERITAGE_IMC_EXACT");
 }
 END_TEST
 
@@ -93,6 +125,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, unset_and_empty_are_null);
 	tcase_add_test(tc, name_is_uppercased_whatever_the_caller_spells);
 	tcase_add_test(tc, value_is_read_at_each_call);
+	tcase_add_test(tc, flags_take_0_or_1_only);
 	tcase_add_test(tc, names_longer_than_the_buffer_are_not_found);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
