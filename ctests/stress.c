@@ -695,38 +695,48 @@ static pthread_mutex_t imcd_lock = PTHREAD_MUTEX_INITIALIZER;
 static double imcd_born, imcd_died;
 static int imcd_gen;
 
-static pid_t start_imcd(void)
+/* Starts a daemon (argv[0] its path) and waits until it has put a new
+ * object at object (a new inode: a restarted one replaces its
+ * predecessor's).  Its pid, or -1 having said why. */
+static pid_t start_daemon(const char *name, const char *object, char *const argv[])
 {
 	struct stat st0;
-	ino_t old = stat(imcd_object, &st0) == 0 ? st0.st_ino : 0;
+	ino_t old = stat(object, &st0) == 0 ? st0.st_ino : 0;
 	pid_t pid = fork();
 	if (pid == 0) {
-		char opt[600];
-		snprintf(opt, sizeof opt, "--pidfile=%s", imcd_pidfile);
 		/* Never outlives the stress (a killed run's imcd would hold its
-		 * output pipe open and keep serving stale pages). */
+		 * output pipe open and keep serving stale pages); it dies with
+		 * the thread that forked it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, 2);
-		execl(imcd_path, imcd_path, "-f", "--speed=0", opt, (char *)NULL);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	for (int k = 0; k < 5000; k++) {
 		struct stat st;
-		if (stat(imcd_object, &st) == 0 && st.st_ino != old)
+		if (stat(object, &st) == 0 && st.st_ino != old)
 			return pid;
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
-			FAIL("imcd exited with status %#x before publishing %s", status, imcd_object);
+			FAIL("%s exited with status %#x before publishing %s", name, status, object);
 			return -1;
 		}
 		pause_ms(1);
 	}
-	FAIL("imcd did not publish %s within 5 s", imcd_object);
+	FAIL("%s did not publish %s within 5 s", name, object);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -1;
+}
+
+static pid_t start_imcd(void)
+{
+	char opt[600];
+	snprintf(opt, sizeof opt, "--pidfile=%s", imcd_pidfile);
+	char *const argv[] = { (char *)imcd_path, "-f", "--speed=0", opt, NULL };
+	return start_daemon("imcd", imcd_object, argv);
 }
 
 static void *imcd_main(void *unused)
@@ -882,34 +892,10 @@ static atomic_long rpmd_kills;
 
 static pid_t start_rpmd(void)
 {
-	struct stat st0;
-	ino_t old = stat(rpmd_page_path, &st0) == 0 ? st0.st_ino : 0;
-	pid_t pid = fork();
-	if (pid == 0) {
-		char opt[600];
-		snprintf(opt, sizeof opt, "--pidfile=%s", rpmd_pidfile);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, 2);
-		execl(rpmd_path, rpmd_path, "-f", "--no-log", "--no-reset", "--publish-interval=0.01", opt, (char *)NULL);
-		_exit(127);
-	}
-	for (int k = 0; k < 5000; k++) {
-		struct stat st;
-		if (stat(rpmd_page_path, &st) == 0 && st.st_ino != old)
-			return pid;
-		int status;
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			FAIL("rpmd exited with status %#x before publishing %s", status, rpmd_page_path);
-			return -1;
-		}
-		pause_ms(1);
-	}
-	FAIL("rpmd did not publish %s within 5 s", rpmd_page_path);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
+	char opt[600];
+	snprintf(opt, sizeof opt, "--pidfile=%s", rpmd_pidfile);
+	char *const argv[] = { (char *)rpmd_path, "-f", "--no-log", "--no-reset", "--publish-interval=0.01", opt, NULL };
+	return start_daemon("rpmd", rpmd_page_path, argv);
 }
 
 static pid_t rpmd_reader_start(double seconds);
