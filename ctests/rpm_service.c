@@ -45,13 +45,6 @@ enum { NPAGES = 2000, NCALLS = 5000 };
 
 static char service_path[512];
 
-static uint64_t boot_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* The page as any account may see it (rpm_service_page.h).  NULL if none. */
 static const struct rpm_service_page *map_page(void)
 {
@@ -84,14 +77,10 @@ static int wait_published_after(uint64_t t)
 
 static void touch_fresh_pages(int n)
 {
-	char *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
+	if (rpm_page_touch_fresh(n) != 0) {
 		fprintf(stderr, "mmap: %s\n", strerror(errno));
 		exit(1);
 	}
-	for (int i = 0; i < n; i++)
-		((volatile char *)p)[(size_t)i * 4096] = 1; /* one fault each */
-	munmap(p, (size_t)n * 4096);
 }
 
 static unsigned long long cap_mask(pid_t pid, const char *field)
@@ -245,7 +234,7 @@ static int reader_count(int with_it)
 	for (int i = 0; i < NCALLS; i++)
 		(void)syscall(SYS_getppid);
 	/* Counts up to now are in the next publication (at most one interval). */
-	EXPECT(wait_published_after(boot_ns()) == 0, "rpmd did not publish within 5 s");
+	EXPECT(wait_published_after(rpm_page_boot_ns()) == 0, "rpmd did not publish within 5 s");
 	CHECK_PAPI(PAPI_stop(set, v));
 	printf("COUNTS %lld %lld\n", v[0], with_it ? v[1] : -1LL);
 	printf("description: %s\n", info.long_descr);
@@ -286,7 +275,7 @@ static int reader_lifecycle(void)
 	printf("RESTARTED %s\n", papi_heritage_last_error());
 	CHECK_PAPI(PAPI_reset(set));
 	touch_fresh_pages(NPAGES);
-	EXPECT(wait_published_after(boot_ns()) == 0, "the new rpmd did not publish within 5 s");
+	EXPECT(wait_published_after(rpm_page_boot_ns()) == 0, "the new rpmd did not publish within 5 s");
 	CHECK_PAPI(PAPI_stop(set, v));
 	EXPECT(v[0] >= NPAGES, "rpms_dat %lld from the restarted rpmd after %d fresh pages", v[0], NPAGES);
 	printf("RECOVERED %lld\n", v[0]);
@@ -492,7 +481,7 @@ static void plant(void)
 		fake.ncounts = RPM_PERF_NCOUNTS;
 		fake.pid = getpid();
 		fake.interval_ns = 3600000000000ULL;
-		fake.heartbeat_ns = boot_ns();
+		fake.heartbeat_ns = rpm_page_boot_ns();
 		fake.cpu[0].count[RPM_PF_ALL] = 1ULL << 40;
 		_exit(fd >= 0 && write(fd, &fake, sizeof fake) == (ssize_t)sizeof fake ? 0 : 4);
 	}
@@ -511,7 +500,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rpm_service: run with a private PAPI_HERITAGE_PARAGON_RPM_SHM (not the host's service)\n");
 		return 2;
 	}
-	snprintf(service_path, sizeof service_path, "/dev/shm/%s-service", shm);
+	rpm_page_path(service_path, sizeof service_path, shm);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "count") == 0)
 		return reader_count(argc >= 3 && strcmp(argv[2], "it") == 0);
@@ -589,7 +578,7 @@ int main(int argc, char **argv)
 	/* 2. Counting as uid 65534, bracketed by the test's own counts: the
 	 * reader's first snapshot is from a publication read after p0. */
 	uint64_t p0 = syswide_read(&faults), c0 = with_it ? syswide_read(&calls) : 0;
-	EXPECT(wait_published_after(boot_ns()) == 0, "rpmd does not publish");
+	EXPECT(wait_published_after(rpm_page_boot_ns()) == 0, "rpmd does not publish");
 	r = spawn_reader("count", with_it ? "it" : "-");
 	char line[2048];
 	long long dat = -1, it = -1;

@@ -10,11 +10,41 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "paragon/rpm_service.h"
+
+/* "/dev/shm/<PAPI_HERITAGE_PARAGON_RPM_SHM>-service", where rpmd publishes
+ * (rpm_service_path's rule). */
+static inline void rpm_page_path(char *buf, size_t len, const char *shm)
+{
+	snprintf(buf, len, "/dev/shm/%s-service", shm && *shm ? shm : "papi-heritage-rpm");
+}
+
+/* CLOCK_BOOTTIME in ns: the clock of the page's heartbeat. */
+static inline uint64_t rpm_page_boot_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* n page faults, rpms_dat's unit: one store into each of n fresh pages.
+ * 0, or -1 if they could not be mapped. */
+static inline int rpm_page_touch_fresh(int n)
+{
+	char *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	for (int i = 0; i < n; i++)
+		((volatile char *)p)[(size_t)i * 4096] = 1;
+	munmap(p, (size_t)n * 4096);
+	return 0;
+}
 
 /* The page at path, and its inode (a restarted daemon's replaces it), or
  * NULL if there is none. */

@@ -900,7 +900,6 @@ static pid_t start_rpmd(void)
 
 static pid_t rpmd_reader_start(double seconds);
 static double rpmd_seconds;
-static int rpmd_reader_status;
 
 /* Every rpmd is this thread's child, and dies with it (PR_SET_PDEATHSIG
  * follows the forking thread): so it waits for the reader, whose run ends
@@ -922,9 +921,10 @@ static void *rpmd_main(void *unused)
 			break;
 	}
 	if (reader > 0) {
-		waitpid(reader, &rpmd_reader_status, 0);
-		CHECK(WIFEXITED(rpmd_reader_status) && WEXITSTATUS(rpmd_reader_status) == 0,
-		      "the rpmd reader (uid %d) failed: status %#x", RPMD_READER_UID, rpmd_reader_status);
+		int status = 0;
+		waitpid(reader, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the rpmd reader (uid %d) failed: status %#x",
+		      RPMD_READER_UID, status);
 	}
 	if (rpmd_pid > 0) {
 		kill(rpmd_pid, SIGTERM); /* it removes its page */
@@ -951,23 +951,6 @@ static pid_t rpmd_reader_start(double seconds)
 }
 
 static atomic_long rr_sets, rr_reads, rr_upper, rr_lower, rr_loud, rr_start_refused;
-
-static uint64_t boottime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static void touch_fresh_pages(int n)
-{
-	char *p = mmap(NULL, (size_t)n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return;
-	for (int i = 0; i < n; i++)
-		((volatile char *)p)[(size_t)i * PAGE] = 1; /* one fault each */
-	munmap(p, (size_t)n * PAGE);
-}
 
 /* PAPI's refusal of a set whose daemon died or was replaced: loud, and
  * about the service. */
@@ -1006,7 +989,7 @@ static void *rpmd_reader_main(void *unused)
 		 * the page's total it is newer than that. */
 		pause_ms(2);
 		int rc = PAPI_start(set);
-		uint64_t started = boottime_ns();
+		uint64_t started = rpm_page_boot_ns();
 		if (rc != PAPI_OK) {
 			/* Only a dead daemon's page, not yet replaced, is refused. */
 			CHECK(rc == PAPI_ESYS && strstr(papi_heritage_last_error(), "rpmd"), "rpmd reader: PAPI_start: %s, %s",
@@ -1018,15 +1001,15 @@ static void *rpmd_reader_main(void *unused)
 			continue;
 		}
 		atomic_fetch_add(&rr_sets, 1);
-		touch_fresh_pages(RPMD_PAGES);
-		uint64_t touched = boottime_ns();
+		rpm_page_touch_fresh(RPMD_PAGES);
+		uint64_t touched = rpm_page_boot_ns();
 		long long v = 0, prev = 0;
 		int loud = 0;
 		for (int r = 0; r < 10 && running(); r++) {
 			pause_ms(15);
-			uint64_t hb0 = 0, f0 = 0, hb1 = 0, after = 0;
-			int32_t p0 = 0, p1 = 0;
-			int ok0 = rpm_page_read(page, &hb0, &f0, &p0) == 0;
+			uint64_t hb0 = 0, hb1 = 0, after = 0;
+			int32_t p1 = 0;
+			int ok0 = rpm_page_read(page, &hb0, NULL, NULL) == 0;
 			pause_ms(2);
 			rc = PAPI_read(set, &v);
 			int ok1 = rpm_page_read(page, &hb1, &after, &p1) == 0;
@@ -1077,11 +1060,11 @@ static int rpmd_reader(double seconds)
 	CHECK_PAPI(PAPI_thread_init(pthread_self));
 	PAPI_event_info_t info;
 	int code;
-	if (PAPI_event_name_to_code("paragon_rpm:::rpms_dat", &code) != PAPI_OK ||
-	    PAPI_get_event_info(code, &info) != PAPI_OK || !strstr(info.long_descr, "by the rpmd service")) {
+	int known = PAPI_event_name_to_code("paragon_rpm:::rpms_dat", &code) == PAPI_OK &&
+	            PAPI_get_event_info(code, &info) == PAPI_OK;
+	if (!known || !strstr(info.long_descr, "by the rpmd service")) {
 		printf("rpmd reader: SKIPPED: uid %d does not count rpms_dat through the service here: %s\n",
-		       RPMD_READER_UID, PAPI_event_name_to_code("paragon_rpm:::rpms_dat", &code) == PAPI_OK &&
-		       PAPI_get_event_info(code, &info) == PAPI_OK ? info.long_descr : papi_heritage_last_error());
+		       RPMD_READER_UID, known ? info.long_descr : papi_heritage_last_error());
 		return 0;
 	}
 	deadline = now_s(CLOCK_MONOTONIC) + seconds;
@@ -1230,9 +1213,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--exec-child") == 0)
 		return exec_child(argc > 2 ? argv[2] : "0,1,2,");
-	const char *shm_rpm = getenv("PAPI_HERITAGE_PARAGON_RPM_SHM");
-	snprintf(rpmd_page_path, sizeof rpmd_page_path, "/dev/shm/%s-service",
-	         shm_rpm && *shm_rpm ? shm_rpm : "papi-heritage-rpm");
+	rpm_page_path(rpmd_page_path, sizeof rpmd_page_path, getenv("PAPI_HERITAGE_PARAGON_RPM_SHM"));
 	if (argc > 1 && strncmp(argv[1], "--rpmd-reader=", 14) == 0)
 		return rpmd_reader(atof(argv[1] + 14));
 	double seconds = 600;

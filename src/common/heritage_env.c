@@ -7,15 +7,22 @@
 #include "common/heritage_env.h"
 #include "common/heritage_error.h"
 
+/* "PAPI_HERITAGE_<COMPONENT>_<KNOB>" in name[128]; 0, or -1 if too long. */
+static int env_name(const char *component, const char *knob, char name[128])
+{
+	int n = snprintf(name, 128, "PAPI_HERITAGE_%s_%s", component, knob);
+	if (n < 0 || n >= 128)
+		return -1;
+	for (char *p = name; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	return 0;
+}
+
 const char *heritage_env(const char *component, const char *knob)
 {
 	char name[128];
-	int n = snprintf(name, sizeof name, "PAPI_HERITAGE_%s_%s", component, knob);
-
-	if (n < 0 || (size_t)n >= sizeof name)
+	if (env_name(component, knob, name) != 0)
 		return NULL;
-	for (char *p = name; *p; p++)
-		*p = (char)toupper((unsigned char)*p);
 	/* Not in a setuid or setgid program (AT_SECURE): its caller's
 	 * environment must not choose its backends, files or periods. */
 	const char *v = secure_getenv(name);
@@ -33,8 +40,6 @@ int heritage_env_flag(const char *component, const char *knob, int *on)
 		return 0;
 	}
 	char name[128];
-	snprintf(name, sizeof name, "PAPI_HERITAGE_%s_%s", component, knob);
-	for (char *p = name; *p; p++)
-		*p = (char)toupper((unsigned char)*p);
+	env_name(component, knob, name); /* heritage_env found it: it fits */
 	return heritage_fail(-EINVAL, "%s=%.64s: give 0 or 1", name, v);
 }

@@ -157,7 +157,6 @@ int rpm_event_format(unsigned code, char *buf, int len)
 	return len <= 0 ? -ENOENT : heritage_event_format(&rpm_event_names, code, buf, (size_t)len);
 }
 
-
 int rpm_set_events(struct rpm_set *s, const unsigned *codes, unsigned n)
 {
 	if (n > RPM_MAX_EVENTS)

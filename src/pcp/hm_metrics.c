@@ -209,19 +209,18 @@ static void rpmd_refresh(struct hm_state *s)
 	/* A daemon stopped with SIGTERM removes its page and a restarted one
 	 * publishes a new inode: the mapping of the old one would go on
 	 * showing frozen counts until its heartbeat went stale (5 s). */
-	if (s->rpmd && inode_at(s->rpmd_path) != s->rpmd_ino)
+	if (s->rpmd && rpm_service_replaced(s->rpmd_path, s->rpmd_ino))
 		rpmd_drop(s);
 	if (!s->rpmd) {
 		char why[512];
 		const struct rpm_service_page *p;
-		int err = rpm_service_map(s->rpmd_path, rpm_service_trusted_uid(), &p, NULL, why, sizeof why);
+		int err = rpm_service_map(s->rpmd_path, rpm_service_trusted_uid(), &p, &s->rpmd_ino, why, sizeof why);
 		if (err) {
 			snprintf(s->rpmd_status, sizeof s->rpmd_status, "unavailable: %s", why);
 			s->rpmd_ncpus = 0;
 			return;
 		}
 		s->rpmd = p;
-		s->rpmd_ino = inode_at(s->rpmd_path);
 	}
 	const struct rpm_service_page *p = s->rpmd;
 	uint64_t now = heritage_boottime_ns(), hb = 0;
