@@ -15,6 +15,7 @@
 #include <papi.h>
 #include "papi_heritage.h"
 #include "bench.h"
+#include "../ctests/knob.h"
 
 /* long ib_loop(long n), n >= 1: 9n + 2 instructions, one block per iteration. */
 long ib_loop(long n);
@@ -64,9 +65,9 @@ static double run(const char *backend, long n)
 	opt.addr.end = (vptr_t)(uintptr_t)ib_loop_end;
 	if (PAPI_set_opt(PAPI_INSTR_ADDRESS, &opt) != PAPI_OK)
 		exit(1);
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", backend, 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", backend);
 	int rc = PAPI_start(set);
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	if (rc != PAPI_OK) {
 		printf("%s: cannot count here: %s\n", backend, papi_heritage_last_error());
 		return -1;

@@ -12,6 +12,7 @@
 #include "heritage_glue.h"
 #include "alpha/alpha_set.h"
 #include "common/heritage_backend.h"
+#include "common/heritage_env.h"
 #include "common/heritage_facility.h"
 #include "common/heritage_probe.h"
 #include "profileme/pm_collect.h"
@@ -68,6 +69,11 @@ HERITAGE_PUBLIC int papi_heritage_event_facts(int event_code, struct papi_herita
 }
 
 /* ------------------------------------------------------------ mechanisms */
+
+HERITAGE_PUBLIC int papi_heritage_env_reread(void)
+{
+	return heritage_papi_fail(heritage_env_reload());
+}
 
 HERITAGE_PUBLIC int papi_heritage_num_mechanisms(void)
 {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "common/heritage_source.h"
 #include "papi.h"
@@ -139,6 +140,19 @@ static inline int heritage_component_status(papi_vector_t *v, int neg_errno, con
 	v->cmp_info.disabled = heritage_papi_error(neg_errno);
 	snprintf(v->cmp_info.disabled_reason, sizeof v->cmp_info.disabled_reason, "%s", why);
 	return v->cmp_info.disabled;
+}
+
+/* The first step of init_component, that is of PAPI_library_init: the
+ * PAPI_HERITAGE_* variables are copied now, read once for the run
+ * (heritage_env.h), and one of this component's that is unknown or invalid
+ * disables it with the variable named, rather than run on a default the
+ * user did not choose.  PAPI_OK, or the code init_component returns. */
+static inline int heritage_component_env(papi_vector_t *v, const char *component)
+{
+	heritage_env_load();
+	if (heritage_env_check(component) == 0)
+		return PAPI_OK;
+	return heritage_component_status(v, -EINVAL, heritage_last_error());
 }
 
 /* The component's dispatch_timer, for PAPI's software overflow

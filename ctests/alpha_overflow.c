@@ -27,6 +27,7 @@
 #include <linux/perf_event.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 long alpha_load_loop(const long *p, long n);
 void alpha_mix_loop(long *p, long n);
@@ -468,7 +469,7 @@ static void test_backend(void)
 	int es = PAPI_NULL;
 	printf("this machine: %s%s\n", pmu ? "the core-PMU backend can count" : "no core-PMU backend: ", pmu ? "" : why);
 
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", NULL);
 	CHECK_PAPI(PAPI_create_eventset(&es));
 	EXPECT_RC("empty set: backend call", papi_heritage_alpha21064_backend(es, (char[8]){ 0 }, 8), PAPI_ENOCMP);
 	CHECK_PAPI(PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"));
@@ -482,12 +483,12 @@ static void test_backend(void)
 	CHECK_PAPI(PAPI_cleanup_eventset(es));
 	EXPECT_RC("not an alpha21064 set", papi_heritage_alpha21064_backend(12345, (char[8]){ 0 }, 8), PAPI_ENOEVST);
 
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software");
 	CHECK_PAPI(PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"));
 	expect_backend("software", es, "software");
 	CHECK_PAPI(PAPI_cleanup_eventset(es));
 
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu");
 	EXPECT_RC("pmu: LOAD_INSNS", PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS:width=12"),
 	          pmu ? PAPI_OK : pmu_backend_code());
 	if (!pmu) {
@@ -508,11 +509,11 @@ static void test_backend(void)
 	EXPECT(strstr(papi_heritage_last_error(), pmu ? "PALcode" : "PAPI_HERITAGE_ALPHA21064_BACKEND=pmu") != NULL,
 	       "message: %s", papi_heritage_last_error());
 
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu");
 	EXPECT_RC("unknown backend", PAPI_add_named_event(es, "alpha21064:::LOAD_INSNS"), PAPI_EINVAL);
 	EXPECT(strstr(papi_heritage_last_error(), "auto (default), software and pmu") != NULL, "message: %s",
 	       papi_heritage_last_error());
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", NULL);
 }
 
 /* A fresh mapping of n pages that fault one by one. */
@@ -531,8 +532,8 @@ static char *fresh_pages(long n)
  * event (PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT), overflowing every 256. */
 static int pmu_set(struct calls *c)
 {
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
-	setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu");
+	knob_set("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS");
 	int es = PAPI_NULL;
 	CHECK_PAPI(PAPI_create_eventset(&es));
 	char why[1024];
@@ -692,11 +693,11 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "loads";
 	if (strcmp(mode, "backend") != 0 && strncmp(mode, "pmu_", 4) != 0)
-		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+		knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software");
 	/* Before the component's init, which is disabled where no backend can
 	 * count (no core PMU and no single-stepping: a ThreadSanitizer build). */
 	if (strncmp(mode, "pmu_", 4) == 0)
-		setenv("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS", 1);
+		knob_set("PAPI_HERITAGE_ALPHA21064_PMU_TEST_EVENT", "perf::PAGE-FAULTS");
 	int rc = PAPI_library_init(PAPI_VER_CURRENT);
 	if (rc != PAPI_VER_CURRENT) {
 		fprintf(stderr, "PAPI_library_init: %d (%s)\n", rc, PAPI_strerror(rc));

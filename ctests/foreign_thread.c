@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 long alpha_load_loop(const long *p, long n); /* alpha_loops.S: exactly n loads */
 
@@ -258,9 +259,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	/* Environment read when the components initialise: before PAPI. */
 	if (strcmp(mode, "paragon_rpm") == 0)
-		setenv("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "divbyzero", 1);
+		knob_set("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "divbyzero");
 	if (strncmp(mode, "alpha21064", 10) == 0)
-		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+		knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software");
 	heritage_test_init();
 	if (strncmp(mode, "alpha21064", 10) == 0)
 		heritage_test_require_backend("alpha21064", "software");

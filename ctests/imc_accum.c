@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define PB_CYC "imc:::nest_powerbus0_imc::PM_PB_CYC:cpu=0"
 #define CORE_32 "imc:::core_imc::CPM_32MHZ_CYC:cpu=0"
@@ -238,7 +239,7 @@ static void two_processes(const char *imcd)
 /* ---- 2: the process's own nest page ------------------------------------------------------ */
 static void own_nest(void)
 {
-	setenv("PAPI_HERITAGE_IMC_SPEED", "3", 1); /* 4 ms, through this process's control block */
+	knob_set("PAPI_HERITAGE_IMC_SPEED", "3"); /* 4 ms, through this process's control block */
 	int es = set_of(PB_CYC, NULL);
 	long long v;
 	double t0 = now_s(CLOCK_MONOTONIC);
@@ -284,8 +285,8 @@ static void speeds(void)
 	const double quantum = 512 / 32e6; /* one raw unit: 512 ticks of 32 MHz */
 	for (unsigned k = 0; k < sizeof runs / sizeof runs[0]; k++) {
 		double P = runs[k].period;
-		setenv("PAPI_HERITAGE_IMC_SPEED", runs[k].speed, 1);
-		setenv("PAPI_HERITAGE_IMC_EXACT", runs[k].exact ? "1" : "0", 1);
+		knob_set("PAPI_HERITAGE_IMC_SPEED", runs[k].speed);
+		knob_set("PAPI_HERITAGE_IMC_EXACT", runs[k].exact ? "1" : "0");
 		/* Exact: start and every read update the page first. */
 		double Pr = runs[k].exact ? 0 : P;
 		/* core: the core's 32 MHz clock against the wall clock */
@@ -395,11 +396,11 @@ int main(int argc, char **argv)
 	char shm[128], uid[32];
 	if (!getenv("PAPI_HERITAGE_IMC_SHM")) {
 		snprintf(shm, sizeof shm, "imc-accum-%d", (int)getpid());
-		setenv("PAPI_HERITAGE_IMC_SHM", shm, 1);
+		knob_set("PAPI_HERITAGE_IMC_SHM", shm);
 	}
 	/* imcd runs as this account here: trust its objects. */
 	snprintf(uid, sizeof uid, "%u", (unsigned)geteuid());
-	setenv("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
+	knob_set("PAPI_HERITAGE_IMC_SERVICE_USER", uid);
 	snprintf(object, sizeof object, "/dev/shm/%s-chip0-180000", getenv("PAPI_HERITAGE_IMC_SHM"));
 
 	if (argc > 1)

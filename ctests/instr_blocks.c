@@ -37,6 +37,7 @@
 
 #include "callgrind_self.h"
 #include "heritage_test.h"
+#include "knob.h"
 
 __attribute__((noinline)) long blocks_callee(long x)
 {
@@ -145,11 +146,11 @@ static int count(const void *lo, const void *hi, int exact, const char *backend,
 	                                           : "itanium2:::IA64_TAGGED_INST_RETIRED_IBRP0_PMC8"));
 	CHECK_PAPI(heritage_test_range(set, PAPI_INSTR_ADDRESS, lo, hi, &opt));
 	if (backend)
-		setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", backend, 1);
+		knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", backend);
 	else
-		unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+		knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	int rc = PAPI_start(set);
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	if (rc != PAPI_OK) {
 		snprintf(used, usedlen, "%s", papi_heritage_last_error());
 		CHECK_PAPI(PAPI_cleanup_eventset(set));

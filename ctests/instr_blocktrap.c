@@ -29,6 +29,7 @@
 
 #include "callgrind_self.h"
 #include "heritage_test.h"
+#include "knob.h"
 
 /* The routines compute in unsigned: their values wrap (bt_global's
  * x * 3 + 1 by the 40th call), which signed overflow may not. */
@@ -167,9 +168,9 @@ static int count(const void *lo, const void *hi, int exact, const char *backend,
 	CHECK_PAPI(PAPI_add_named_event(set, exact ? "itanium2:::IA64_TAGGED_INST_RETIRED_IBRP0_PMC8:exact=1"
 	                                           : "itanium2:::IA64_TAGGED_INST_RETIRED_IBRP0_PMC8"));
 	CHECK_PAPI(heritage_test_range(set, PAPI_INSTR_ADDRESS, lo, hi, &opt));
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", backend, 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", backend);
 	int rc = PAPI_start(set);
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	if (rc != PAPI_OK) {
 		snprintf(used, usedlen, "%s", papi_heritage_last_error());
 		CHECK_PAPI(PAPI_cleanup_eventset(set));

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define LINE 64
 #define PASSES 3
@@ -224,7 +225,7 @@ static void mode_host(void)
 	long l1 = sysfs_value("size"), line = sysfs_value("coherency_line_size");
 	if (l1 <= 0 || line <= 0)
 		SKIP("sysfs gives no L1D size or line size");
-	setenv("PAPI_HERITAGE_ITANIUM2_CACHE", "host", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_CACHE", "host");
 	const size_t sizes[] = { (size_t)(2 * l1), (size_t)(l1 / 4) };
 	for (int k = 0; k < 2; k++) {
 		size_t bytes = sizes[k];
@@ -247,7 +248,7 @@ static void mode_host(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "l1d";
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_MODE", "exact");
 	heritage_test_init();
 	if (strcmp(mode, "l1d") == 0)
 		mode_l1d();

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define N 1000
 
@@ -66,7 +67,7 @@ static int word_set(void)
  * and a reason that contains must_mention. */
 static void forced_breakpoint_refused(int want, const char *must_mention)
 {
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint");
 	int set = word_set();
 	int rc = PAPI_start(set);
 	EXPECT(rc == want, "forced breakpoint: PAPI_start = %d (%s), want %d (%s)", rc, PAPI_strerror(rc), want,
@@ -78,7 +79,7 @@ static void forced_breakpoint_refused(int want, const char *must_mention)
 		PAPI_stop(set, NULL);
 	CHECK_PAPI(PAPI_cleanup_eventset(set));
 	CHECK_PAPI(PAPI_destroy_eventset(&set));
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 }
 
 static void auto_counts_exactly_without_breakpoint(void)
@@ -116,12 +117,12 @@ static void killed(void)
 	char backend[32];
 	int set = PAPI_NULL;
 	CHECK_PAPI(PAPI_create_eventset(&set));
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu");
 	int rc = PAPI_add_named_event(set, "alpha21064:::LOAD_INSNS:width=12");
 	EXPECT(rc == PAPI_ENOSUPP, "forced pmu: %d (%s)", rc, PAPI_strerror(rc));
 	EXPECT(strstr(papi_heritage_last_error(), "PAPI_HERITAGE_PROBE_DISABLE") != NULL, "forced pmu: reason '%s'",
 	       papi_heritage_last_error());
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", NULL);
 	heritage_test_require_backend("alpha21064", "software");
 	CHECK_PAPI(PAPI_add_named_event(set, "alpha21064:::LOAD_INSNS:width=12"));
 	CHECK_PAPI(papi_heritage_alpha21064_backend(set, backend, sizeof backend));
@@ -178,8 +179,8 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "killed";
 	/* Read when the probes first run: before PAPI initialises. */
 	if (strcmp(mode, "killed") == 0)
-		setenv("PAPI_HERITAGE_PROBE_DISABLE", "breakpoint,pmu,libpfm", 1);
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+		knob_set("PAPI_HERITAGE_PROBE_DISABLE", "breakpoint,pmu,libpfm");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	unsetenv("DATA_RANGE_EXPECT_BACKEND");
 	heritage_test_init();
 	if (strcmp(mode, "killed") == 0)

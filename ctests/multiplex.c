@@ -43,6 +43,7 @@
 #include <i860paragon/rpm.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define MAX_EVENTS 16
 #define MAX_OBS 24
@@ -370,7 +371,7 @@ static void alpha_setup(void)
 {
 	/* The exact counts and PCs are the software backend's (the core-PMU
 	 * backend's PCs have skid), as in ctests/alpha_overflow. */
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software");
 	heritage_test_require_backend("alpha21064", "software");
 }
 
@@ -431,8 +432,8 @@ static void alpha_work(int set, const char *how, struct run *r)
  * wall time inside start..stop and the wall time around it. */
 static void imc_setup(void)
 {
-	setenv("PAPI_HERITAGE_IMC_EXACT", "1", 1);
-	unsetenv("PAPI_HERITAGE_IMC_NEST_HZ");
+	knob_set("PAPI_HERITAGE_IMC_EXACT", "1");
+	knob_set("PAPI_HERITAGE_IMC_NEST_HZ", NULL);
 }
 
 static int imc_events(const char **names)
@@ -479,7 +480,7 @@ static void imc_work(int set, const char *how, struct run *r)
  * random), the identity is checked in each run. */
 static void pm_setup(void)
 {
-	unsetenv("PAPI_HERITAGE_PROFILEME_PERIOD");
+	knob_set("PAPI_HERITAGE_PROFILEME_PERIOD", NULL);
 }
 
 static int pm_events(const char **names)

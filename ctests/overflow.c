@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 /* The loops a row's PCs must fall in: their own section, so its bounds are
  * the linker's __start_/__stop_ symbols. */
@@ -389,7 +390,7 @@ static void test_breakpoint_refusal(void)
 		printf("itanium2 breakpoint refusal not checked: the backend cannot count here: %s\n", why);
 		return;
 	}
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint");
 	for (long i = 0; i < 64; i++)
 		watched[i] = i;
 	int es = PAPI_NULL, code;
@@ -403,7 +404,7 @@ static void test_breakpoint_refusal(void)
 	EXPECT_EQ("PAPI_start, breakpoint backend forced, with overflow", rc, PAPI_ENOSUPP);
 	printf("itanium2 breakpoint + PAPI_overflow: %s: %s\n", PAPI_strerror(rc), papi_heritage_last_error());
 	EXPECT(strstr(papi_heritage_last_error(), "PAPI_overflow") != NULL, "the reason names PAPI_overflow");
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 	memset(&calls, 0, sizeof calls);
 	calls.eventset = es;
 	long long v;

@@ -39,6 +39,7 @@
 #include <i860paragon/rpm.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define MAXEV 4
 
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
 	/* alpha21064's exact counts are the software backend's (the PMU
 	 * backend's overflow PCs have skid). */
 	if (strcmp(c->name, "alpha21064") == 0)
-		setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+		knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software");
 	heritage_test_init();
 	int cidx = PAPI_get_component_index(c->name);
 	const PAPI_component_info_t *info = cidx >= 0 ? PAPI_get_component_info(cidx) : NULL;

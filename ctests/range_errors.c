@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define N 4096
 
@@ -91,7 +92,7 @@ int main(void)
 
 	/* Exact mode: the counts below are about the requested bytes only, not
 	 * the neighbours an Itanium 2 cover would add (data_range checks those). */
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_MODE", "exact");
 	const char *env = getenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
 	char *forced_backend = env ? strdup(env) : NULL;
 	heritage_test_init();
@@ -215,18 +216,18 @@ int main(void)
 	/* A forced backend that cannot hold the range says so at PAPI_start. */
 	CHECK_PAPI(heritage_test_range(set, PAPI_DATA_ADDRESS, a, a + N, &opt));
 	CHECK_PAPI(PAPI_add_named_event(set, "itanium2:::STORES_RETIRED"));
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint");
 	/* Where the debug registers do not work for this account, that is the
 	 * reason given (the probe's code), before any question of capacity. */
 	char why[512];
 	int bp = papi_heritage_backend_usable("itanium2", "breakpoint", why, sizeof why);
 	EXPECT_CODE("16 KiB on debug registers", PAPI_start(set), bp == PAPI_OK ? PAPI_ECNFLCT : bp);
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "no-such-backend", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "no-such-backend");
 	EXPECT_CODE("bad backend name", PAPI_start(set), PAPI_EINVAL);
 	if (forced_backend)
-		setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", forced_backend, 1);
+		knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", forced_backend);
 	else
-		unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+		knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 
 	/* Ranges are per event set: a second set with another range. */
 	int set2 = new_set();

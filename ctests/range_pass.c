@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define N 4096
 
@@ -133,7 +134,7 @@ int main(void)
 {
 	long long v[3], mid[2];
 
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "instrument", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "instrument");
 	if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT) {
 		fprintf(stderr, "PAPI_library_init failed\n");
 		return 1;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #ifndef EXPECT_SHADOW
 #error "build with -DEXPECT_SHADOW=1 (inline flags) or -DEXPECT_SHADOW=0 (outline flags)"
@@ -349,7 +350,7 @@ int main(void)
 {
 	/* Forced: these are the instrument backend's counts, and a refusal
 	 * must not be hidden by another backend taking over. */
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "instrument", 1);
+	knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "instrument");
 	heritage_test_init();
 	CHECK_PAPI(PAPI_thread_init(pthread_self));
 	cidx = PAPI_get_component_index("itanium2");

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 #define NELEM 1024 /* longs: 8 KiB, three pages of the stack */
 #define NOINLINE __attribute__((noinline))
@@ -312,12 +313,12 @@ static void run_tls(void)
 	/* Thread-local data of the C library (errno) shares its page with what
 	 * the page-trap handlers use: refused, with the reason. */
 	if (!forced || !strcmp(forced, "pagetrap")) {
-		setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "pagetrap", 1); /* breakpoint could watch the word */
+		knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "pagetrap"); /* breakpoint could watch the word */
 		measure(&tls_res, NULL, (void *)&errno, (void *)(&errno + 1), 1, NULL, NULL);
 		if (forced)
-			setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", forced, 1);
+			knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", forced);
 		else
-			unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+			knob_set("PAPI_HERITAGE_ITANIUM2_BACKEND", NULL);
 		printf("the C library's errno, pagetrap: set_opt %d, start %d (%s)\n", tls_res.rc_setopt,
 		       tls_res.rc_start, tls_res.why);
 		EXPECT(tls_res.rc_setopt == PAPI_OK, "set_opt %d: %s", tls_res.rc_setopt, tls_res.why);

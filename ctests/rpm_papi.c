@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "heritage_test.h"
+#include "knob.h"
 
 static int make_set(const char *const *names, int n)
 {
@@ -93,14 +94,14 @@ static void test_info(void)
 	EXPECT_EQ("no such CPU", PAPI_event_name_to_code("paragon_rpm:::rpms_int:cpu=9999", &code), PAPI_EINVAL);
 	EXPECT_EQ("qualifier on rpm_time", PAPI_event_name_to_code("paragon_rpm:::rpm_time:cpu=0", &code), PAPI_EINVAL);
 	EXPECT_EQ("unknown event", PAPI_event_name_to_code("paragon_rpm:::rpms_nosuch", &code), PAPI_ENOEVNT);
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MODEL");
+	knob_set("PAPI_HERITAGE_PARAGON_RPM_MODEL", NULL);
 	int rc = PAPI_add_named_event(set, "paragon_rpm:::rpm_exp");
 	EXPECT_EQ("adding unavailable rpm_exp without opt-in", rc, PAPI_ENOSUPP);
 	EXPECT_EQ("message names the opt-in", strstr(papi_heritage_last_error(), "PAPI_HERITAGE_PARAGON_RPM_MODEL=1") != NULL, 1);
 	printf("rpm_exp without opt-in: %s: %s\n", PAPI_strerror(rc), papi_heritage_last_error());
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MODEL", "1", 1);
+	knob_set("PAPI_HERITAGE_PARAGON_RPM_MODEL", "1");
 	CHECK_PAPI(PAPI_add_named_event(set, "paragon_rpm:::rpm_exp"));
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MODEL");
+	knob_set("PAPI_HERITAGE_PARAGON_RPM_MODEL", NULL);
 	drop(set);
 }
 

@@ -79,6 +79,7 @@
 
 #include "heritage_test.h"
 #include "rpm_service_page.h"
+#include "knob.h"
 
 long alpha_load_loop(const long *p, long n); /* src/tests/alpha_loops.S: exactly n loads */
 
@@ -1247,15 +1248,15 @@ int main(int argc, char **argv)
 	/* imcd runs as this account: its objects are trusted (imcd(8), TRUST). */
 	char uid[32];
 	snprintf(uid, sizeof uid, "%d", (int)getuid());
-	setenv("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", getenv("PAPI_HERITAGE_ALPHA21064_BACKEND") ?: "auto", 1);
+	knob_set("PAPI_HERITAGE_IMC_SERVICE_USER", uid);
+	knob_set("PAPI_HERITAGE_ALPHA21064_BACKEND", getenv("PAPI_HERITAGE_ALPHA21064_BACKEND") ?: "auto");
 	/* imc's own pages brought up to date at PAPI_start and PAPI_read
 	 * (imc(3)): otherwise a start value is as old as the engine thread's
 	 * last pass, and with eight threads' page-trap windows parking it one
 	 * after another that reached 0.8 s here (a set then counts time from
 	 * before its start: the nest check's 0.5 s bound failed 60 times in
 	 * the second 10-minute run).  imcd's pages cannot be forced. */
-	setenv("PAPI_HERITAGE_IMC_EXACT", "1", 1);
+	knob_set("PAPI_HERITAGE_IMC_EXACT", "1");
 
 	/* imcd first: a process's imc engine takes imcd's pages if they are
 	 * there when it starts, and counts in its own pages for good otherwise

@@ -1,7 +1,8 @@
 /*
  * Environment-variable values: every PAPI_HERITAGE_<COMPONENT>_<KNOB> whose
  * value is parsed, through the function that parses it, with the variable
- * set as a user would (heritage_env reads it where it matters).
+ * set as a user would (and the copy heritage_env reads taken again); the
+ * check of every known variable's value, and of unknown names.
  *
  * Input: a selector byte (the knob), then the value.  Invariants: a value
  * is taken or refused, and what is taken is in range.
@@ -13,6 +14,7 @@
 #include "alpha/alpha_set.h"
 #include "common/heritage_backend.h"
 #include "common/heritage_env.h"
+#include "common/heritage_error.h"
 #include "fuzz.h"
 #include "imc/imc_engine.h"
 #include "imc/imc_sources.h"
@@ -26,6 +28,19 @@ static void with_env(const char *name, const char *value)
 {
 	if (setenv(name, value, 1) != 0)
 		abort();
+	heritage_env_load();
+}
+
+static void without_env(const char *name)
+{
+	unsetenv(name);
+	heritage_env_load();
+}
+
+/* 0, or -EINVAL with a message. */
+static void check_verdict(int rc)
+{
+	FUZZ_CHECK(rc == 0 || (rc == -EINVAL && heritage_last_error()[0]), "%d '%s'", rc, heritage_last_error());
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	char *v = fuzz_cstr(data + 1, size - 1);
-	switch (data[0] % 12) {
+	switch (data[0] % 14) {
 	case 0: {
 		enum alpha_backend b;
 		if (alpha_backend_parse(v, &b) == 0)
@@ -70,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (imc_trace_config_default(&c) == 0)
 			FUZZ_CHECK(c.hz >= 1 && c.hz <= IMC_TRACE_HZ_MAX && c.buffersize <= IMC_SCOM_BUFFERSIZE_MAX, "%u %u",
 			           c.hz, c.buffersize);
-		unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
-		unsetenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
+		without_env("PAPI_HERITAGE_IMC_TRACE_HZ");
+		without_env("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
 		break;
 	}
 	case 5: {
@@ -80,14 +95,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(hz >= 1000000ULL && hz <= 100000000000ULL, "%llu", (unsigned long long)hz);
 		with_env("PAPI_HERITAGE_IMC_SPEED", v);
 		FUZZ_CHECK(imc_speed_setting() < IMC_NSPEEDS, "speed");
-		unsetenv("PAPI_HERITAGE_IMC_NEST_HZ");
-		unsetenv("PAPI_HERITAGE_IMC_SPEED");
+		without_env("PAPI_HERITAGE_IMC_NEST_HZ");
+		without_env("PAPI_HERITAGE_IMC_SPEED");
 		break;
 	}
 	case 6: {
 		with_env("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ", v);
 		FUZZ_CHECK(alpha_set_nominal_hz() > 0, "a clock of 0 Hz");
-		unsetenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
+		without_env("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
 		break;
 	}
 	case 7: {
@@ -109,7 +124,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (pm_period_for(&t[k], &period, why, sizeof why) == 0)
 				FUZZ_CHECK(period > 0, "a period of 0");
 		}
-		unsetenv("PAPI_HERITAGE_PROFILEME_PERIOD");
+		without_env("PAPI_HERITAGE_PROFILEME_PERIOD");
+		break;
+	}
+	case 9:
+	case 10: {
+		/* A known variable's value, checked: taken or refused with a
+		 * message, and reload takes all or nothing. */
+		const char *name = heritage_env_known(data[0] / 14, NULL);
+		if (!name)
+			break;
+		char var[128];
+		snprintf(var, sizeof var, "%s", name);
+		with_env(var, v);
+		check_verdict(heritage_env_check(NULL));
+		int rc = heritage_env_reload();
+		check_verdict(rc);
+		without_env(var);
+		break;
+	}
+	case 11: {
+		/* An unknown name under PAPI_HERITAGE_: a typo of the nearest
+		 * known one, or of none; never taken as valid. */
+		char var[160];
+		snprintf(var, sizeof var, "PAPI_HERITAGE_%.140s", v);
+		if (strchr(var, '=') || setenv(var, "1", 1) != 0)
+			break;
+		heritage_env_load();
+		int known = 0;
+		for (unsigned i = 0; heritage_env_known(i, NULL); i++)
+			known |= strcmp(heritage_env_known(i, NULL), var) == 0;
+		int rc = heritage_env_check(NULL);
+		check_verdict(rc);
+		FUZZ_CHECK(known || rc == -EINVAL, "unknown %s taken", var);
+		unsetenv(var);
+		heritage_env_load();
 		break;
 	}
 	default: {

@@ -17,6 +17,15 @@ extern "C" {
  * heritage component then serves successfully clears it. */
 const char *papi_heritage_last_error(void);
 
+/* The PAPI_HERITAGE_* variables are read once, when PAPI_library_init
+ * initialises the components: a setenv() afterwards changes nothing until
+ * the program asks for it here (or calls PAPI_shutdown and
+ * PAPI_library_init).  Call it between runs, with no event set running:
+ * sets added before keep what they chose.  PAPI_OK, or PAPI_EINVAL with
+ * papi_heritage_last_error() naming the first unknown or invalid variable,
+ * and then nothing of the environment is taken.  papi-heritage(7). */
+int papi_heritage_env_reread(void);
+
 /* Where an event's value comes from on the running machine (DESIGN.md). */
 enum papi_heritage_source {
 	PAPI_HERITAGE_MEASURED = 1,    /* a real source here counts the quantity */

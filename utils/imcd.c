@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/heritage_daemon.h"
+#include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "imc/imc_catalog.h"
 #include "imc/imc_engine.h"
@@ -63,6 +64,11 @@ int main(int argc, char **argv)
 	int st = heritage_daemon_command("imcd", argc, argv, optind, pidfile);
 	if (st >= 0)
 		return st;
+	heritage_env_load(); /* with --speed's setenv */
+	if (heritage_env_check("imc") != 0) {
+		fprintf(stderr, "imcd: %s\n", heritage_last_error());
+		return 2;
+	}
 	char why[1024];
 	const struct imc_catalog *cat = imc_catalog_get(why, sizeof why);
 	if (!cat) {

@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "common/heritage_env.h"
+#include "common/heritage_error.h"
 #include "profileme/pm_collect.h"
 #include "profileme/pm_db.h"
 
@@ -172,6 +174,11 @@ int main(int argc, char **argv)
 		setenv("PAPI_HERITAGE_PROFILEME_BACKEND", backend, 1);
 	if (period)
 		setenv("PAPI_HERITAGE_PROFILEME_PERIOD", period, 1);
+	heritage_env_load(); /* with those two */
+	if (heritage_env_check("profileme") != 0) {
+		fprintf(stderr, "profileme-run: %s\n", heritage_last_error());
+		return EXIT_OWN;
+	}
 
 	char why[512], lib[PATH_MAX];
 	const struct heritage_backend *b;

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "common/heritage_env.h"
+#include "common/heritage_error.h"
 #include "profileme/pm_collect.h"
 #include "profileme/pm_db.h"
 
@@ -245,7 +246,11 @@ __attribute__((constructor)) static void run_init(void)
 	run.real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
 	        RTLD_NEXT, "pthread_create");
 	char why[512];
-	int err = pm_backend_choose(&run.backend, why, sizeof why);
+	int err = heritage_env_check("profileme");
+	if (err)
+		snprintf(why, sizeof why, "%s", heritage_last_error());
+	else
+		err = pm_backend_choose(&run.backend, why, sizeof why);
 	if (!err)
 		err = pm_period_for(run.backend, &run.period, why, sizeof why);
 	if (err) {

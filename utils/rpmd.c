@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/heritage_daemon.h"
+#include "common/heritage_env.h"
 #include "common/heritage_error.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
@@ -193,6 +194,10 @@ int main(int argc, char **argv)
 	int st = heritage_daemon_command("rpmd", argc, argv, optind, pidfile);
 	if (st >= 0)
 		return st;
+	if (heritage_env_check("paragon_rpm") != 0) {
+		fprintf(stderr, "rpmd: %s\n", heritage_last_error());
+		return 2;
+	}
 
 	struct rpm_host *h = NULL;
 	if (logging && rpm_host_open(&h) != 0) {

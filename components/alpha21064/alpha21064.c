@@ -48,6 +48,8 @@ static int alpha_init_component(int cidx)
 {
 	_alpha21064_vector.cmp_info.CmpIdx = cidx;
 	_alpha21064_vector.cmp_info.num_native_events = (int)alpha_nevents;
+	if (heritage_component_env(&_alpha21064_vector, "alpha21064") != PAPI_OK)
+		return _alpha21064_vector.cmp_info.disabled;
 	alpha_set_os_from_env();
 	char why[1024];
 	int err = alpha_any_backend(why, sizeof why);

@@ -34,6 +34,8 @@ static int imc_init_component(int cidx)
 	char why[PAPI_MAX_STR_LEN];
 
 	_imc_vector.cmp_info.CmpIdx = cidx;
+	if (heritage_component_env(&_imc_vector, "imc") != PAPI_OK)
+		return _imc_vector.cmp_info.disabled;
 	int err = imc_events_init(why, sizeof why);
 	_imc_vector.cmp_info.num_native_events = (int)imc_nevents();
 	if (err == 0)

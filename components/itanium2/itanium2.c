@@ -34,6 +34,8 @@ static int it2_init_component(int cidx)
 {
 	_itanium2_vector.cmp_info.CmpIdx = cidx;
 	_itanium2_vector.cmp_info.num_native_events = IT2_NEVENTS;
+	if (heritage_component_env(&_itanium2_vector, "itanium2") != PAPI_OK)
+		return _itanium2_vector.cmp_info.disabled;
 	char why[WATCH_ERRLEN];
 	int err = watch_any_backend(why, sizeof why);
 	if (err == 0) {

@@ -32,6 +32,8 @@ static int rpm_init_component(int cidx)
 {
 	_paragon_rpm_vector.cmp_info.CmpIdx = cidx;
 	_paragon_rpm_vector.cmp_info.num_native_events = (int)rpm_nevents;
+	if (heritage_component_env(&_paragon_rpm_vector, "paragon_rpm") != PAPI_OK)
+		return _paragon_rpm_vector.cmp_info.disabled;
 	/* The system-wide kernel counts and the resets are what an account can
 	 * lack (the tracepoint itself is left to its first use: enabling it
 	 * costs the kernel milliseconds of code patching). */

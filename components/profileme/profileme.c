@@ -38,6 +38,8 @@ static int profileme_init_component(int cidx)
 
 	_profileme_vector.cmp_info.CmpIdx = cidx;
 	_profileme_vector.cmp_info.num_native_events = PM_NSTATIC;
+	if (heritage_component_env(&_profileme_vector, "profileme") != PAPI_OK)
+		return _profileme_vector.cmp_info.disabled;
 	/* Disabled only when nothing can sample here.  A backend forced by
 	 * PAPI_HERITAGE_PROFILEME_BACKEND that cannot count leaves the
 	 * component listed, and adding an event says why (PAPI_ENOSUPP), as

@@ -13,6 +13,8 @@
 #include <pcp/pmapi.h>
 #include <pcp/pmda.h>
 
+#include "common/heritage_env.h"
+#include "common/heritage_error.h"
 #include "pcp/hm_metrics.h"
 #include "domain.h"
 
@@ -112,6 +114,12 @@ static void heritage_init(pmdaInterface *dp)
 {
 	if (dp->status != 0)
 		return;
+	/* Its sources' names come from these components' variables. */
+	if (heritage_env_check("paragon_rpm") != 0 || heritage_env_check("imc") != 0) {
+		pmNotifyErr(LOG_ERR, "pmdaheritage: %s", heritage_last_error());
+		dp->status = -EINVAL;
+		return;
+	}
 	metrictab = calloc(hm_nmetrics, sizeof *metrictab);
 	if (!metrictab || hm_open(&state) != 0) {
 		pmNotifyErr(LOG_ERR, "pmdaheritage: out of memory");

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/heritage_env.h"
 #include "common/heritage_probe.h"
 
 static const struct {
@@ -92,7 +93,7 @@ static void read_disable(void)
 	if (P.disable_read)
 		return;
 	P.disable_read = 1;
-	const char *v = secure_getenv("PAPI_HERITAGE_PROBE_DISABLE"); /* heritage_env's rule */
+	const char *v = heritage_env("probe", "disable");
 	char buf[512];
 	snprintf(buf, sizeof buf, "%s", v ? v : "");
 	char *save = NULL;

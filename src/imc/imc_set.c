@@ -210,7 +210,8 @@ int imc_set_start(struct imc_set *s)
 				return err;
 			break;
 		}
-	/* Read when it matters: a program may change it between runs. */
+	/* Applied at each start: a program may change it between runs
+	 * (papi_heritage_env_reread). */
 	if (heritage_env("imc", "speed"))
 		imc_engine_set_speed(e, imc_speed_setting());
 	int err = 0;

@@ -39,7 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/heritage_env.h" /* secure_getenv: not from a setuid program's caller */
+#include "common/heritage_env.h" /* read once, checked, not from a setuid program's caller */
+#include "common/heritage_error.h"
 #include "papi_heritage.h"
 #include "paragon/rpm_coll_model.h"
 #include "paragon/rpm_mesh_map.h"
@@ -239,6 +240,10 @@ static void agree_or_abort(void)
  * any is bad. */
 static int shape_from_env(void)
 {
+	if (heritage_env_check("mpi") != 0) {
+		fail("%s", heritage_last_error());
+		return -1;
+	}
 	const char *s = heritage_env("MPI", "MESH");
 	if (s && *s) {
 		if (rpm_mesh_parse_shape(s, &M.shape) != 0) {

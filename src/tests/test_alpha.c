@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "env_test.h"
 
 long alpha_load_loop(const long *p, long n);
 void alpha_mix_loop(long *p, long n);
@@ -560,7 +561,7 @@ START_TEST(set_bookkeeping_and_threshold)
 	unsigned three[3] = { code_of("LOAD_INSNS"), code_of("STORE_INSNS"), code_of("CYCLES") };
 	ck_assert_int_eq(alpha_set_events(s, three, 3), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "two counters"));
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	if (!single_step_works()) {
 		free(s);
 		return;
@@ -600,7 +601,7 @@ START_TEST(set_bookkeeping_and_threshold)
 	ck_assert_int_eq(alpha_set_events(s, two, 0), 0);
 	ck_assert_str_eq(alpha_set_backend_name(s), "none");
 	alpha_set_cleanup(s);
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	env_unset("PAPI_HERITAGE_ALPHA21064_BACKEND");
 	free(s);
 }
 END_TEST
@@ -610,7 +611,7 @@ START_TEST(set_delivery_accounting)
 	struct alpha_set *s = calloc(1, sizeof *s);
 	struct papi_heritage_alpha21064_stats before, after;
 	alpha_set_init(s);
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	if (!single_step_works()) {
 		free(s);
 		return;
@@ -654,28 +655,28 @@ START_TEST(set_delivery_accounting)
 	ck_assert_int_eq(alpha_set_stop(s), 0);
 	ck_assert_uint_eq(s->irq_pending[1], 0);
 	alpha_set_cleanup(s);
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	env_unset("PAPI_HERITAGE_ALPHA21064_BACKEND");
 	free(s);
 }
 END_TEST
 
 START_TEST(set_knobs_and_sources)
 {
-	unsetenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
+	env_unset("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
 	ck_assert_uint_eq(alpha_set_nominal_hz(), 200ull * 1000 * 1000); /* the 21064-AA */
-	setenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ", "150", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ", "150", 1);
 	ck_assert_uint_eq(alpha_set_nominal_hz(), 150ull * 1000 * 1000);
-	unsetenv("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
+	env_unset("PAPI_HERITAGE_ALPHA21064_CLOCK_MHZ");
 
 	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_UNIX);
 	ck_assert_int_eq(alpha_set_os(2), 0);
 	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_VMS);
 	ck_assert_int_eq(alpha_set_os(9), -EINVAL);
 	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_VMS);
-	setenv("PAPI_HERITAGE_ALPHA21064_OS", "nt", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_OS", "nt", 1);
 	alpha_set_os_from_env();
 	ck_assert_int_eq(alpha_get_os(), ALPHA_OS_NT);
-	unsetenv("PAPI_HERITAGE_ALPHA21064_OS");
+	env_unset("PAPI_HERITAGE_ALPHA21064_OS");
 	ck_assert_int_eq(alpha_set_os(1), 0);
 
 	const struct alpha_event *cycles = alpha_event_of(code_of("CYCLES"));
@@ -683,21 +684,21 @@ START_TEST(set_knobs_and_sources)
 	const struct alpha_event *pal = alpha_event_of(code_of("PAL_MODE"));
 	const struct alpha_event *dcache = alpha_event_of(code_of("DCACHE_MISSES"));
 	/* Single-stepping: the seed's sources (CYCLES modelled). */
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "software", 1);
 	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MODELLED);
 	ck_assert_int_eq(alpha_set_event_source(loads), HERITAGE_MEASURED);
 	ck_assert_int_eq(alpha_set_event_source(dcache), HERITAGE_UNAVAILABLE);
 	/* The core PMU: a host event counts it, or nothing does. */
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "pmu", 1);
 	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MEASURED);
 	ck_assert_int_eq(alpha_set_event_source(dcache), HERITAGE_MEASURED);
 	ck_assert_int_eq(alpha_set_event_source(pal), HERITAGE_UNAVAILABLE);
 	/* A value no backend has: software's sources, quietly. */
 	heritage_fail(-EPERM, "the test's own last error");
-	setenv("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu", 1);
+	env_set("PAPI_HERITAGE_ALPHA21064_BACKEND", "gpu", 1);
 	ck_assert_int_eq(alpha_set_event_source(cycles), HERITAGE_MODELLED);
 	ck_assert_str_eq(heritage_last_error(), "the test's own last error");
-	unsetenv("PAPI_HERITAGE_ALPHA21064_BACKEND");
+	env_unset("PAPI_HERITAGE_ALPHA21064_BACKEND");
 }
 END_TEST
 

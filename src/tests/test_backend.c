@@ -13,6 +13,7 @@
 
 #include "common/heritage_backend.h"
 #include "common/heritage_probe.h"
+#include "env_test.h"
 
 static void works(struct heritage_probe_result *r)
 {
@@ -50,7 +51,7 @@ static const struct heritage_backend table[] = {
 
 static void set(heritage_probe_fn sw, heritage_probe_fn cpu, heritage_probe_fn pmu)
 {
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	heritage_probe_override(HERITAGE_MECH_PERF_SW, sw);
 	heritage_probe_override(HERITAGE_MECH_PERF_CPU, cpu);
 	heritage_probe_override(HERITAGE_MECH_PMU, pmu);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "env_test.h"
 
 /* ---- a facility of the test's own ---------------------------------------- */
 
@@ -548,7 +549,7 @@ int main(void)
 	 * end (as tests/run-case does for every test). */
 	char shm[64], pattern[96];
 	snprintf(shm, sizeof shm, "hrt-events-%d", (int)getpid());
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm, 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", shm, 1);
 	SRunner *sr = srunner_create(events_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

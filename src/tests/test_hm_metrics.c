@@ -28,18 +28,19 @@
 #include "paragon/rpm_shared.h"
 #include "pcp/hm_metrics.h"
 #include "shm_test.h"
+#include "env_test.h"
 
 
 static void fresh_name(const char *test)
 {
 	const char *name = shm_test_name(test);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
-	setenv("PAPI_HERITAGE_IMC_SHM", name, 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
+	env_set("PAPI_HERITAGE_IMC_SHM", name, 1);
 	/* Objects this account publishes are trusted as a service account's. */
 	char uid[16];
 	snprintf(uid, sizeof uid, "%u", (unsigned)geteuid());
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SERVICE_USER", uid, 1);
-	setenv("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SERVICE_USER", uid, 1);
+	env_set("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
 }
 
 static const struct hm_metric *by_name(const char *name)
@@ -151,8 +152,8 @@ END_TEST
 START_TEST(mesh_bytes_are_the_routers_counts)
 {
 	fresh_name("mesh");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x3", 1);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "xy", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x3", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "xy", 1);
 	struct hm_state *s;
 	ck_assert_int_eq(hm_open(&s), 0);
 	hm_refresh(s);
@@ -201,7 +202,7 @@ START_TEST(a_truncated_mesh_is_unavailable_not_a_crash)
 	/* Anyone may write the mesh object (0666): cut to 100 bytes under a
 	 * reader that had mapped it, a load past the end would be SIGBUS. */
 	fresh_name("meshcut");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x2", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x2", 1);
 	struct hm_state *s;
 	ck_assert_int_eq(hm_open(&s), 0);
 	struct rpm_host *h;

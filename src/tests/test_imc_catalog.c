@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "env_test.h"
 
 #define FIXTURES "src/tests/imc-fixtures/"
 
@@ -1021,9 +1022,9 @@ static int child_get(const char *value, const char *want_source, const struct wa
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		if (value)
-			setenv("PAPI_HERITAGE_IMC_CATALOG", value, 1);
+			env_set("PAPI_HERITAGE_IMC_CATALOG", value, 1);
 		else
-			unsetenv("PAPI_HERITAGE_IMC_CATALOG");
+			env_unset("PAPI_HERITAGE_IMC_CATALOG");
 		char why[512] = "";
 		const struct imc_catalog *cat = imc_catalog_get(why, sizeof why);
 		if (want_null) {
@@ -1074,7 +1075,7 @@ static int child_get(const char *value, const char *want_source, const struct wa
 			imc_catalog_free(ref);
 		}
 		/* Once per process: a later change of the variable is not seen. */
-		setenv("PAPI_HERITAGE_IMC_CATALOG", "/nonexistent", 1);
+		env_set("PAPI_HERITAGE_IMC_CATALOG", "/nonexistent", 1);
 		if (imc_catalog_get(NULL, 0) != cat) {
 			fprintf(stderr, "second call returned another catalog\n");
 			_exit(1);
@@ -1127,7 +1128,7 @@ static void child_listing(const char *value, const char *out)
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		setenv("PAPI_HERITAGE_IMC_CATALOG", value, 1);
+		env_set("PAPI_HERITAGE_IMC_CATALOG", value, 1);
 		FILE *f = fopen(out, "w");
 		char why[256] = "", name[256];
 		if (!f || imc_events_init(why, sizeof why) != 0) {

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "env_test.h"
 
 /* ---- a hand-made catalog: two nest units sharing one region, a core and a
  * thread unit (POWER9's names and offsets), a POWER10-style core unit with
@@ -419,8 +420,8 @@ static void private_shm(void)
 	char name[64], uid[32];
 	snprintf(name, sizeof name, "imc-engine-test-%d", (int)getpid());
 	snprintf(uid, sizeof uid, "%u", (unsigned)geteuid());
-	setenv("PAPI_HERITAGE_IMC_SHM", name, 1);
-	setenv("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
+	env_set("PAPI_HERITAGE_IMC_SHM", name, 1);
+	env_set("PAPI_HERITAGE_IMC_SERVICE_USER", uid, 1);
 }
 
 START_TEST(shared_nest_page)

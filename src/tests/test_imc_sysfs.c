@@ -16,6 +16,7 @@
 #include "common/heritage_error.h"
 #include "common/heritage_probe.h"
 #include "imc/imc_sysfs.h"
+#include "env_test.h"
 
 static char *fixture(const char *name)
 {
@@ -194,7 +195,7 @@ END_TEST
 START_TEST(root_from_the_environment)
 {
 	struct imc_sysfs *s = NULL;
-	setenv("PAPI_HERITAGE_IMC_SYSFS_ROOT", fixture("power9"), 1);
+	env_set("PAPI_HERITAGE_IMC_SYSFS_ROOT", fixture("power9"), 1);
 	ck_assert_str_eq(imc_sysfs_default_root(), fixture("power9"));
 	ck_assert_int_eq(imc_sysfs_discover(NULL, &s), 0);
 	ck_assert_str_eq(s->root, fixture("power9"));
@@ -202,14 +203,14 @@ START_TEST(root_from_the_environment)
 	imc_sysfs_free(s);
 
 	/* a root that is not there is absent, naming the path and the variable */
-	setenv("PAPI_HERITAGE_IMC_SYSFS_ROOT", fixture("no-such-root"), 1);
+	env_set("PAPI_HERITAGE_IMC_SYSFS_ROOT", fixture("no-such-root"), 1);
 	s = (struct imc_sysfs *)1;
 	ck_assert_int_eq(imc_sysfs_discover(NULL, &s), -ENOENT);
 	ck_assert_ptr_null(s);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "no real IMC here"));
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), fixture("no-such-root")));
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "PAPI_HERITAGE_IMC_SYSFS_ROOT"));
-	unsetenv("PAPI_HERITAGE_IMC_SYSFS_ROOT");
+	env_unset("PAPI_HERITAGE_IMC_SYSFS_ROOT");
 	ck_assert_str_eq(imc_sysfs_default_root(), "/");
 }
 END_TEST

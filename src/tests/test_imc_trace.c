@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "env_test.h"
 
 /* ---- TRACE_IMC_SCOM -------------------------------------------------------- */
 
@@ -385,27 +386,27 @@ START_TEST(config_settings)
 {
 	struct imc_trace_config c;
 
-	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
-	unsetenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
+	env_unset("PAPI_HERITAGE_IMC_TRACE_HZ");
+	env_unset("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
 	ck_assert_int_eq(imc_trace_config_default(&c), 0);
 	ck_assert_uint_eq(c.hz, 2000);
 	ck_assert_uint_eq(c.buffersize, 0);
-	setenv("PAPI_HERITAGE_IMC_TRACE_HZ", "1000", 1);
-	setenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "4", 1);
+	env_set("PAPI_HERITAGE_IMC_TRACE_HZ", "1000", 1);
+	env_set("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "4", 1);
 	ck_assert_int_eq(imc_trace_config_default(&c), 0);
 	ck_assert_uint_eq(c.hz, 1000);
 	ck_assert_uint_eq(c.buffersize, 4);
 	const char *bad_hz[] = { "0", "100001", "1k", "-5", " " };
 	for (unsigned i = 0; i < 5; i++) {
-		setenv("PAPI_HERITAGE_IMC_TRACE_HZ", bad_hz[i], 1);
+		env_set("PAPI_HERITAGE_IMC_TRACE_HZ", bad_hz[i], 1);
 		ck_assert_int_eq(imc_trace_config_default(&c), -EINVAL);
 		ck_assert_ptr_nonnull(strstr(heritage_last_error(), "PAPI_HERITAGE_IMC_TRACE_HZ"));
 	}
-	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
-	setenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "5", 1);
+	env_unset("PAPI_HERITAGE_IMC_TRACE_HZ");
+	env_set("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE", "5", 1);
 	ck_assert_int_eq(imc_trace_config_default(&c), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE=5"));
-	unsetenv("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
+	env_unset("PAPI_HERITAGE_IMC_TRACE_BUFFER_SIZE");
 
 	/* A threshold in 32 MHz cycles: 32000 -> 1 kHz, 320 -> 100 kHz. */
 	ck_assert_int_eq(imc_trace_config_threshold(&c, 32000), 0);
@@ -452,7 +453,7 @@ START_TEST(set_trace_cycles)
 	unsigned long n = 0;
 	long long v1 = -1, v2 = -1;
 
-	unsetenv("PAPI_HERITAGE_IMC_TRACE_HZ");
+	env_unset("PAPI_HERITAGE_IMC_TRACE_HZ");
 	ck_assert_int_eq(imc_trace_set_init(&t), 0);
 	ck_assert_int_eq(imc_trace_set_overflow(&t, 100, delivered, &n), -EINVAL);
 	ck_assert_int_eq(imc_trace_set_overflow(&t, 16000, delivered, &n), 0); /* 2 kHz */

@@ -23,14 +23,15 @@
 #include "common/heritage_backend.h"
 #include "common/heritage_error.h"
 #include "itanium2/it2_set.h"
+#include "env_test.h"
 
 #define EXACT1(id) ((unsigned)(id) | IT2_CODE_EXACT_SET | IT2_CODE_EXACT_ON)
 #define EXACT0(id) ((unsigned)(id) | IT2_CODE_EXACT_SET)
 
 static void clean_env(void)
 {
-	unsetenv("PAPI_HERITAGE_ITANIUM2_MODE");
-	unsetenv("PAPI_HERITAGE_ITANIUM2_BACKEND");
+	env_unset("PAPI_HERITAGE_ITANIUM2_MODE");
+	env_unset("PAPI_HERITAGE_ITANIUM2_BACKEND");
 }
 
 static void init(struct it2_set *s)
@@ -60,15 +61,15 @@ START_TEST(init_reads_the_mode)
 	init(&s);
 	ck_assert_int_eq(s.default_mode, RANGEMAP_COARSE);
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_COARSE);
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "EXACT", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_MODE", "EXACT", 1);
 	ck_assert_int_eq(it2_set_init(&s), 0);
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_EXACT);
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "Coarse", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_MODE", "Coarse", 1);
 	ck_assert_int_eq(it2_set_init(&s), 0);
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_COARSE);
 
 	/* A bad value: refused at init, and PAPI_start says so again. */
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "fine", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_MODE", "fine", 1);
 	ck_assert_int_eq(it2_set_init(&s), -EINVAL);
 	ck_assert_str_eq(heritage_last_error(), "PAPI_HERITAGE_ITANIUM2_MODE=fine: expected 'coarse' or 'exact'");
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_COARSE);
@@ -109,7 +110,7 @@ START_TEST(events_are_checked_and_carry_the_mode)
 	ck_assert_int_eq(it2_set_events(&s, mixed, 2), 0);
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_EXACT);
 	unsigned coarse[] = { IT2_LOADS_RETIRED, EXACT0(IT2_STORES_RETIRED) };
-	setenv("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_MODE", "exact", 1);
 	ck_assert_int_eq(it2_set_init(&s), 0);
 	ck_assert_int_eq(it2_set_events(&s, coarse, 2), 0);
 	ck_assert_int_eq(it2_set_mode(&s), RANGEMAP_COARSE); /* the qualifier beats the environment */
@@ -285,12 +286,12 @@ START_TEST(start_refuses_what_it_cannot_count)
 
 	unsigned loads = IT2_LOADS_RETIRED;
 	ck_assert_int_eq(it2_set_events(&s, &loads, 1), 0);
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "debugreg", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "debugreg", 1);
 	ck_assert_int_eq(it2_set_start(&s), -EINVAL);
 	ck_assert_str_eq(heritage_last_error(), "PAPI_HERITAGE_ITANIUM2_BACKEND=debugreg: expected auto, instrument, "
 	                                        "breakpoint or pagetrap");
 	/* All memory, forced onto a backend that needs ranges. */
-	setenv("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
+	env_set("PAPI_HERITAGE_ITANIUM2_BACKEND", "breakpoint", 1);
 	ck_assert_int_lt(it2_set_start(&s), 0);
 	ASSERT_ERROR("itanium2: PAPI_HERITAGE_ITANIUM2_BACKEND=breakpoint: ");
 	ck_assert_int_eq(s.running, 0);

@@ -28,6 +28,7 @@
 #include "common/heritage_probe.h"
 #include "profileme/pm_collect.h"
 #include "profileme/pm_ibs.h"
+#include "env_test.h"
 
 /* ---- constructing records ---------------------------------------------------------- */
 
@@ -868,7 +869,7 @@ END_TEST
 
 START_TEST(forced_ibs_follows_the_probe)
 {
-	setenv("PAPI_HERITAGE_PROFILEME_BACKEND", "ibs", 1);
+	env_set("PAPI_HERITAGE_PROFILEME_BACKEND", "ibs", 1);
 	const struct heritage_backend *b = NULL;
 	char why[1024] = "";
 	int err = pm_backend_choose(&b, why, sizeof why);
@@ -890,7 +891,7 @@ START_TEST(forced_ibs_follows_the_probe)
 		ck_assert_int_eq(pm_thread_start(&t, &pm_backends(&n)[0], 0, why2, sizeof why2), p->err);
 		ck_assert_ptr_nonnull(strstr(why2, "ibs"));
 	}
-	unsetenv("PAPI_HERITAGE_PROFILEME_BACKEND");
+	env_unset("PAPI_HERITAGE_PROFILEME_BACKEND");
 }
 END_TEST
 
@@ -907,15 +908,15 @@ static void fake_absent(struct heritage_probe_result *r)
 
 START_TEST(auto_takes_ibs_first)
 {
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	heritage_probe_override(HERITAGE_MECH_IBS, fake_works);
 	heritage_probe_override(HERITAGE_MECH_SINGLE_STEP, fake_works);
 	const struct heritage_backend *b = NULL;
 	char why[1024] = "";
-	unsetenv("PAPI_HERITAGE_PROFILEME_BACKEND");
+	env_unset("PAPI_HERITAGE_PROFILEME_BACKEND");
 	ck_assert_msg(pm_backend_choose(&b, why, sizeof why) == 0, "%s", why);
 	ck_assert_str_eq(b->name, "ibs");
-	setenv("PAPI_HERITAGE_PROFILEME_BACKEND", "auto", 1);
+	env_set("PAPI_HERITAGE_PROFILEME_BACKEND", "auto", 1);
 	ck_assert_int_eq(pm_backend_choose(&b, why, sizeof why), 0);
 	ck_assert_str_eq(b->name, "ibs");
 	/* IBS absent: auto passes over it, forced ibs is refused with the
@@ -923,10 +924,10 @@ START_TEST(auto_takes_ibs_first)
 	heritage_probe_override(HERITAGE_MECH_IBS, fake_absent);
 	ck_assert_int_eq(pm_backend_choose(&b, why, sizeof why), 0);
 	ck_assert_str_eq(b->name, "soft");
-	setenv("PAPI_HERITAGE_PROFILEME_BACKEND", "ibs", 1);
+	env_set("PAPI_HERITAGE_PROFILEME_BACKEND", "ibs", 1);
 	ck_assert_int_eq(pm_backend_choose(&b, why, sizeof why), -ENOTSUP);
 	ck_assert_msg(strstr(why, "fake: no ibs_op here") != NULL, "%s", why);
-	unsetenv("PAPI_HERITAGE_PROFILEME_BACKEND");
+	env_unset("PAPI_HERITAGE_PROFILEME_BACKEND");
 	heritage_probe_override(HERITAGE_MECH_IBS, NULL);
 	heritage_probe_override(HERITAGE_MECH_SINGLE_STEP, NULL);
 }
@@ -938,16 +939,16 @@ START_TEST(period_setting)
 	const struct heritage_backend *ibs = &pm_backends(&n)[0];
 	uint64_t p = 0;
 	char why[256] = "";
-	unsetenv("PAPI_HERITAGE_PROFILEME_PERIOD");
+	env_unset("PAPI_HERITAGE_PROFILEME_PERIOD");
 	ck_assert_int_eq(pm_period_for(ibs, &p, why, sizeof why), 0);
 	ck_assert_uint_eq(p, 65536);
-	setenv("PAPI_HERITAGE_PROFILEME_PERIOD", "1000", 1);
+	env_set("PAPI_HERITAGE_PROFILEME_PERIOD", "1000", 1);
 	ck_assert_int_eq(pm_period_for(ibs, &p, why, sizeof why), 0);
 	ck_assert_uint_eq(p, 1008); /* 1000/16 = 62.5 -> 63*16 */
-	setenv("PAPI_HERITAGE_PROFILEME_PERIOD", "8", 1);
+	env_set("PAPI_HERITAGE_PROFILEME_PERIOD", "8", 1);
 	ck_assert_int_eq(pm_period_for(ibs, &p, why, sizeof why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "ops"));
-	unsetenv("PAPI_HERITAGE_PROFILEME_PERIOD");
+	env_unset("PAPI_HERITAGE_PROFILEME_PERIOD");
 }
 END_TEST
 

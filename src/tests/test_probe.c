@@ -15,6 +15,7 @@
 #include "common/heritage_backend.h"
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "env_test.h"
 
 static int calls[HERITAGE_NMECHS];
 
@@ -60,7 +61,7 @@ static void fake_silent(struct heritage_probe_result *r)
 static void reset(void)
 {
 	memset(calls, 0, sizeof calls);
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	for (int m = 0; m < HERITAGE_NMECHS; m++)
 		heritage_probe_override((enum heritage_mech)m, NULL);
 }
@@ -131,7 +132,7 @@ START_TEST(the_switch_kills_without_trying)
 {
 	reset();
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_works);
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "pmu, breakpoint,nosuch", 1);
+	env_set("PAPI_HERITAGE_PROBE_DISABLE", "pmu, breakpoint,nosuch", 1);
 	heritage_probe_forget();
 	const struct heritage_probe_result *r = heritage_probe(HERITAGE_MECH_BREAKPOINT);
 	ck_assert_int_eq(r->state, HERITAGE_PROBE_ABSENT);
@@ -141,11 +142,11 @@ START_TEST(the_switch_kills_without_trying)
 	ck_assert_int_eq(heritage_probe(HERITAGE_MECH_LIBPFM)->disabled, 0);
 	ck_assert_str_eq(heritage_probe_disable_unknown(), "nosuch");
 
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "all", 1);
+	env_set("PAPI_HERITAGE_PROBE_DISABLE", "all", 1);
 	heritage_probe_forget();
 	for (int m = 0; m < HERITAGE_NMECHS; m++)
 		ck_assert_int_eq(heritage_probe((enum heritage_mech)m)->disabled, 1);
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	heritage_probe_forget();
 }
 END_TEST
@@ -203,10 +204,10 @@ START_TEST(auto_skips_dead_and_says_why)
 
 	heritage_probe_override(HERITAGE_MECH_IBS, NULL);
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_dead);
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "ibs", 1);
+	env_set("PAPI_HERITAGE_PROBE_DISABLE", "ibs", 1);
 	heritage_probe_forget();
 	int err = heritage_backend_choose(table, 3, -1, 0, fits_all_but_picky, NULL, &i, why, sizeof why);
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	ck_assert_int_ne(err, 0);
 	ck_assert_ptr_nonnull(strstr(why, "fast: breakpoint is dead here: fake: opened, counted 0 of 20 accesses"));
 	ck_assert_ptr_nonnull(strstr(why, "picky: too big for picky"));
@@ -230,11 +231,11 @@ START_TEST(forced_on_dead_or_refused_is_refused_with_the_evidence)
 	ck_assert_ptr_nonnull(strstr(why, "perf_event_paranoid"));
 	/* auto, with the only other candidates ruled out: the refusal is the
 	 * reason, PAPI_EPERM. */
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "ibs", 1);
+	env_set("PAPI_HERITAGE_PROBE_DISABLE", "ibs", 1);
 	heritage_probe_forget();
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_refused);
 	ck_assert_int_eq(heritage_backend_choose(table, 3, -1, 0, fits_all_but_picky, NULL, &i, why, sizeof why), -EPERM);
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_works);
 	ck_assert_int_eq(heritage_backend_choose(table, 3, 1, 0, fits_all_but_picky, NULL, &i, why, sizeof why), -ENOSPC);
@@ -315,14 +316,14 @@ START_TEST(itanium2_auto_falls_back_from_a_dead_breakpoint)
 	ck_assert_int_eq(b, WATCH_BACKEND_PAGETRAP);
 	ck_assert_int_eq(watch_any_backend(why, sizeof why), 0);
 
-	setenv("PAPI_HERITAGE_PROBE_DISABLE", "pagetrap,codepatch", 1);
+	env_set("PAPI_HERITAGE_PROBE_DISABLE", "pagetrap,codepatch", 1);
 	heritage_probe_forget();
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_dead);
 	ck_assert_int_ne(watch_any_backend(why, sizeof why), 0);
 	ck_assert_ptr_nonnull(strstr(why, "codepatch is absent here"));
 	ck_assert_ptr_nonnull(strstr(why, "breakpoint is dead here"));
 	ck_assert_ptr_nonnull(strstr(why, "pagetrap is absent here"));
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	reset();
 }
 END_TEST

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "paragon/rpm_clock.h"
+#include "env_test.h"
 
 #define SLACK_TICKS 1000 /* 100 us */
 
@@ -69,7 +70,7 @@ static void check_clock(uint64_t slack)
 
 START_TEST(default_source_stays_within_100us)
 {
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_CLOCK");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_CLOCK");
 	const char *src = rpm_clock_source();
 	ck_assert_msg(strcmp(src, "tsc") == 0 || strcmp(src, "vdso") == 0, "source %s", src);
 	check_clock(SLACK_TICKS);
@@ -78,10 +79,10 @@ END_TEST
 
 START_TEST(vdso_source_is_boottime_itself)
 {
-	setenv("PAPI_HERITAGE_PARAGON_RPM_CLOCK", "vdso", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_CLOCK", "vdso", 1);
 	ck_assert_str_eq(rpm_clock_source(), "vdso");
 	check_clock(0);
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_CLOCK");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_CLOCK");
 }
 END_TEST
 

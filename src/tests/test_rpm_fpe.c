@@ -24,6 +24,7 @@
 #include "common/heritage_probe.h"
 #include "paragon/rpm_fpe.h"
 #include "paragon/rpm_model.h"
+#include "env_test.h"
 
 #define MXCSR_IM (1u << 7)
 #define MXCSR_ZM (1u << 9)
@@ -46,7 +47,7 @@ static volatile double zero = 0.0, one = 1.0, big = DBL_MAX, two = 2.0;
 START_TEST(off_unless_asked)
 {
 	const char *why = NULL;
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS");
 	ck_assert_uint_eq(rpm_fpe_classes(&why), 0);
 	ck_assert_msg(strstr(why, "set PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS=") != NULL, "%s", why);
 	unsigned before = _mm_getcsr();
@@ -62,7 +63,7 @@ END_TEST
 START_TEST(a_bad_knob_is_off_and_says_so)
 {
 	const char *why = NULL;
-	setenv("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "divbyzero,sometimes", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "divbyzero,sometimes", 1);
 	ck_assert_uint_eq(rpm_fpe_classes(&why), 0);
 	ck_assert_msg(strstr(why, "\"divbyzero,sometimes\" is not a list of") != NULL, "%s", why);
 	ck_assert_int_eq(rpm_fpe_thread_enable(), -ENOTSUP);
@@ -78,7 +79,7 @@ START_TEST(traps_count_and_complete_with_the_default_result)
 		printf("skipped: the trap mode steps the trapping instruction: %s\n", why);
 		return;
 	}
-	setenv("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "overflow,divbyzero", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_FPE_TRAPS", "overflow,divbyzero", 1);
 	ck_assert_uint_eq(rpm_fpe_classes(NULL), 1u << RPM_FPE_OVF | 1u << RPM_FPE_DIV);
 
 	unsigned before = _mm_getcsr();

@@ -32,6 +32,7 @@
 #include "i860paragon/rpm.h"
 #include "paragon/rpm_page.h"
 #include "shm_test.h"
+#include "env_test.h"
 
 static struct rpm *const rpm = (struct rpm *)RPM_BASE_VADDR;
 static struct rpmsoft *const rpmsoft = (struct rpmsoft *)RPMSOFT_BASE_VADDR;
@@ -62,7 +63,7 @@ static int is_mapped(uintptr_t addr)
 /* Each test (its own child) on its own shared objects. */
 static void fresh_shm(const char *test)
 {
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(test), 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(test), 1);
 }
 
 static void map_or_fail(void)
@@ -157,7 +158,7 @@ END_TEST
 
 START_TEST(map_0_leaves_the_pages_unmapped)
 {
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MAP", "0", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MAP", "0", 1);
 	errno = 0;
 	ck_assert_int_eq(rpm_map(), -1);
 	ck_assert_int_eq(errno, ENOTSUP);
@@ -166,7 +167,7 @@ START_TEST(map_0_leaves_the_pages_unmapped)
 	ck_assert_int_eq(is_mapped(RPMSOFT_BASE_VADDR), 0);
 	/* dclock needs no page. */
 	ck_assert_double_gt(dclock(), 0.0);
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MAP");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_MAP");
 }
 END_TEST
 
@@ -319,9 +320,9 @@ int main(void)
 	char why[512];
 
 	shm_test_runner = getpid();
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(NULL), 1);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MAP");
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", shm_test_name(NULL), 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_MAP");
 	shm_test_remove();
 
 	Suite *s = suite_create("rpm_page");

@@ -24,13 +24,14 @@
 #include "common/heritage_error.h"
 #include "paragon/rpm_shared.h"
 #include "shm_test.h"
+#include "env_test.h"
 
 
 /* A fresh <name> for the calling test. */
 static const char *fresh_name(const char *test)
 {
 	const char *name = shm_test_name(test);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", name, 1);
 	return name;
 }
 
@@ -51,11 +52,11 @@ static uint64_t units(const struct rpm_host *h, unsigned node, int counter)
 
 START_TEST(name_comes_from_the_environment)
 {
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_SHM");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_SHM");
 	ck_assert_str_eq(rpm_shared_name(), "papi-heritage-rpm");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", "", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", "", 1);
 	ck_assert_str_eq(rpm_shared_name(), "papi-heritage-rpm");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_SHM", "job42", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_SHM", "job42", 1);
 	ck_assert_str_eq(rpm_shared_name(), "job42");
 }
 END_TEST
@@ -75,8 +76,8 @@ END_TEST
 START_TEST(open_creates_both_objects_with_their_modes)
 {
 	const char *name = fresh_name("open");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "yx", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "yx", 1);
 	struct rpm_host *h = open_host();
 	struct rpm_host *again = NULL;
 	ck_assert_int_eq(rpm_host_open(&again), 0);
@@ -107,7 +108,7 @@ END_TEST
 START_TEST(join_and_leave)
 {
 	fresh_name("join");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
 	struct rpm_host *h = open_host();
 
 	ck_assert_int_eq(rpm_host_join(h, -1), 0);
@@ -132,7 +133,7 @@ END_TEST
 START_TEST(a_live_process_keeps_its_node_and_the_shape)
 {
 	fresh_name("live");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
 	struct rpm_host *h = open_host();
 	int go[2];
 	ck_assert_int_eq(pipe(go), 0);
@@ -155,7 +156,7 @@ START_TEST(a_live_process_keeps_its_node_and_the_shape)
 	ck_assert_int_eq(rpm_host_join(h, 1), -EBUSY);
 	ck_assert_str_eq(heritage_last_error(), "paragon_rpm: node 1 is taken by a live process");
 	/* With a live node the shape from the environment does not apply. */
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "4x4", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "4x4", 1);
 	ck_assert_int_eq(rpm_host_join(h, -1), 0);
 	ck_assert_uint_eq(rpm_host_nodes(h), 2);
 	ck_assert_int_eq(rpm_host_join(h, -1), -EBUSY);
@@ -177,8 +178,8 @@ END_TEST
 START_TEST(messages_count_on_every_router_of_the_route)
 {
 	fresh_name("send");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "xy", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "xy", 1);
 	struct rpm_host *h = open_host();
 
 	ck_assert_int_eq(rpm_host_send(h, 1, 64), -EINVAL); /* not joined */
@@ -224,8 +225,8 @@ END_TEST
 START_TEST(yx_routing_goes_along_the_column_first)
 {
 	fresh_name("yx");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
-	setenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "yx", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "2x3", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_ROUTING", "yx", 1);
 	struct rpm_host *h = open_host();
 
 	ck_assert_int_eq(rpm_host_join(h, 0), 0);
@@ -243,7 +244,7 @@ END_TEST
 START_TEST(cumulative_carries_the_bus_and_reset_moves_the_bases)
 {
 	fresh_name("reset");
-	setenv("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
+	env_set("PAPI_HERITAGE_PARAGON_RPM_MESH", "1x2", 1);
 	struct rpm_host *h = open_host();
 	const struct rpm_bus bus = { .cpu0 = 1, .cpu1 = 2, .ltu = 3, .exp = 4 };
 	uint64_t out[RPM_NCOUNTERS];
@@ -323,8 +324,8 @@ END_TEST
 int main(void)
 {
 	shm_test_runner = getpid();
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_MESH");
-	unsetenv("PAPI_HERITAGE_PARAGON_RPM_ROUTING");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_MESH");
+	env_unset("PAPI_HERITAGE_PARAGON_RPM_ROUTING");
 	shm_test_remove();
 
 	Suite *s = suite_create("rpm_shared");

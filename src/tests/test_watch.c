@@ -19,6 +19,7 @@
 #include "common/heritage_backend.h"
 #include "common/heritage_probe.h"
 #include "watch/watch.h"
+#include "env_test.h"
 
 /* ---- names and the table -------------------------------------------------- */
 
@@ -169,7 +170,7 @@ static void all_mechanisms_work(void)
 {
 	/* The kill switch outranks an override (test_probe); these cases are
 	 * about the table, not about this machine or a killed pass. */
-	unsetenv("PAPI_HERITAGE_PROBE_DISABLE");
+	env_unset("PAPI_HERITAGE_PROBE_DISABLE");
 	heritage_probe_override(HERITAGE_MECH_BREAKPOINT, fake_works);
 	heritage_probe_override(HERITAGE_MECH_SINGLE_STEP, fake_works);
 	heritage_probe_override(HERITAGE_MECH_PAGETRAP, fake_works);
