@@ -4,6 +4,7 @@
  * heritage API, the opt-in for unavailable events, the 97% bus invariant,
  * :cpu=N against the sum, and rpms_idle of an idle CPU against wall time.
  */
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,18 +178,24 @@ static void test_syscalls(void)
 }
 
 /* Busy seconds (every /proc/stat field but idle and iowait) of one CPU. */
-static double busy_s(int cpu)
+/* /proc/stat's busy seconds of a CPU (user nice system irq softirq steal);
+ * *idle: its idle + iowait. */
+static double busy_s(int cpu, double *idle)
 {
 	FILE *f = fopen("/proc/stat", "r");
 	char line[512], want[32];
 	double busy = -1;
+	*idle = -1;
 	snprintf(want, sizeof want, "cpu%d ", cpu);
 	while (f && fgets(line, sizeof line, f)) {
 		unsigned long long x[8] = { 0 };
 		if (strncmp(line, want, strlen(want)) == 0 &&
 		    sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &x[0], &x[1], &x[2], &x[3],
 		           &x[4], &x[5], &x[6], &x[7]) >= 4)
+		{
 			busy = (double)(x[0] + x[1] + x[2] + x[5] + x[6] + x[7]) / (double)sysconf(_SC_CLK_TCK);
+			*idle = (double)(x[3] + x[4]) / (double)sysconf(_SC_CLK_TCK);
+		}
 	}
 	if (f)
 		fclose(f);
@@ -215,36 +222,46 @@ static void test_idle(void)
 	names[ncpu] = "paragon_rpm:::rpm_time_s";
 	int set = make_set(names, ncpu + 1);
 	long long v0[9], v[9];
-	double b0[8], b1[8];
+	double b0[8], b1[8], i0[8], i1[8];
 	CHECK_PAPI(PAPI_start(set));
 	for (int c = 0; c < ncpu; c++)
-		b0[c] = busy_s(c);
+		b0[c] = busy_s(c, &i0[c]);
 	CHECK_PAPI(PAPI_read(set, v0));
 	sleep(1);
 	CHECK_PAPI(PAPI_read(set, v));
 	for (int c = 0; c < ncpu; c++)
-		b1[c] = busy_s(c);
+		b1[c] = busy_s(c, &i1[c]);
 	long long junk[9];
 	CHECK_PAPI(PAPI_stop(set, junk));
 	double wall = heritage_test_as_double(v[ncpu]) - heritage_test_as_double(v0[ncpu]);
 	int asserted = 0;
 	for (int c = 0; c < ncpu; c++) {
 		double idle = heritage_test_as_double(v[c]) - heritage_test_as_double(v0[c]);
-		double busy = b1[c] - b0[c];
+		double busy = b1[c] - b0[c], stat_idle = i1[c] - i0[c];
 		EXPECT_EQ("rpms_idle <= wall + 3 ticks", idle <= wall + 0.012, 1);
-		/* This VM loses ticks when the host is loaded, so busy + idle can
-		 * fall short of wall time; only a CPU /proc/stat saw busy for at
-		 * most 10% of the second counts as idle. */
-		int idle_cpu = busy <= 0.1 * wall;
-		printf("cpu %d over %.3f s wall: rpms_idle +%.3f s, busy +%.3f s (/proc/stat)%s\n", c, wall, idle, busy,
-		       idle_cpu ? ": idle CPU, rpms_idle must keep pace with wall time" : "");
+		/* This VM loses ticks when the host is loaded: busy + idle fell
+		 * short of wall time by up to 0.21 s of 1 s here.  So the pace
+		 * is asserted only for a CPU that /proc/stat saw busy for at most
+		 * 10% of the second and whose ticks were all accounted (busy +
+		 * idle within 5% of wall); on any CPU, rpms_idle is what
+		 * /proc/stat itself says, read around the two PAPI_reads (2 ticks
+		 * either side). */
+		EXPECT(fabs(idle - stat_idle) <= 0.021, "cpu %d: rpms_idle +%.3f s, /proc/stat idle+iowait +%.3f s", c, idle,
+		       stat_idle);
+		int accounted = busy + stat_idle >= 0.95 * wall;
+		int idle_cpu = busy <= 0.1 * wall && accounted;
+		printf("cpu %d over %.3f s wall: rpms_idle +%.3f s, /proc/stat idle +%.3f s busy +%.3f s%s\n", c, wall, idle,
+		       stat_idle, busy,
+		       idle_cpu ? ": idle CPU, rpms_idle must keep pace with wall time"
+		                : accounted ? "" : ": ticks lost (the host is loaded), pace not asserted");
 		if (idle_cpu) {
 			EXPECT_EQ("idle CPU: rpms_idle >= 80% of wall", idle >= 0.8 * wall, 1);
 			asserted++;
 		}
 	}
 	if (!asserted)
-		printf("rpms_idle pace NOT asserted: no CPU was idle for 90%% of the second (the machine is busy)\n");
+		printf("rpms_idle pace NOT asserted: no CPU was idle for 90%% of the second with its ticks accounted (the "
+		       "machine or its host is busy)\n");
 	drop(set);
 }
 
