@@ -268,6 +268,11 @@ static int reader_lifecycle(void)
 	EXPECT(rc == PAPI_ESYS && contains(papi_heritage_last_error(), "stopped publishing"),
 	       "PAPI_read from a killed rpmd's page: %s, %s", PAPI_strerror(rc), papi_heritage_last_error());
 	printf("STALE %s\n", papi_heritage_last_error());
+	/* No daemon to re-base on: PAPI_reset says so (it said PAPI_OK and
+	 * left the set on the dead page). */
+	rc = PAPI_reset(set);
+	EXPECT(rc == PAPI_ESYS && contains(papi_heritage_last_error(), "stopped publishing"),
+	       "PAPI_reset with no rpmd running: %s, %s", PAPI_strerror(rc), papi_heritage_last_error());
 	read_line(stdin, line, sizeof line); /* a new rpmd runs */
 	rc = PAPI_read(set, v);
 	EXPECT(rc == PAPI_ESYS && contains(papi_heritage_last_error(), "restarted"),
@@ -607,9 +612,17 @@ int main(int argc, char **argv)
 	struct reader life = spawn_reader("lifecycle", "-");
 	EXPECT(strcmp(read_line(life.out, line, sizeof line), "STARTED") == 0, "lifecycle reader: %s", line);
 	kill_rpmd(); /* SIGKILL, and reaped: a zombie's pid still answers kill(pid, 0) */
+	/* Gone for certain in our pid namespace: refused 2 intervals after
+	 * its last heartbeat, not after the 5 s a reader elsewhere waits. */
+	struct stat ns;
+	int same_ns = page->pidns && stat("/proc/self/ns/pid", &ns) == 0 && (uint64_t)ns.st_ino == page->pidns;
 	uint64_t stale_ns = RPM_SERVICE_STALE_INTERVALS * page->interval_ns;
 	if (stale_ns < RPM_SERVICE_STALE_MIN_NS)
 		stale_ns = RPM_SERVICE_STALE_MIN_NS;
+	if (same_ns)
+		stale_ns = RPM_SERVICE_GONE_INTERVALS * page->interval_ns;
+	printf("  rpmd killed; a new reader in %s pid namespace should refuse its page after %.3f s\n",
+	       same_ns ? "its" : "another", (double)stale_ns / 1e9);
 	usleep((useconds_t)(stale_ns / 1000 + 300000));
 	EXPECT(access(service_path, F_OK) == 0, "a killed rpmd's page is gone: nothing tests staleness");
 	r = spawn_reader("refused", "stale");

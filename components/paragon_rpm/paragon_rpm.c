@@ -133,8 +133,12 @@ static int rpm_reset(hwd_context_t *ctx, hwd_control_state_t *ctl)
 {
 	rpm_control_t *c = ctl;
 	(void)ctx;
-	(void)rpm_set_start(&c->set); /* started: the trap mode is on already */
-	return PAPI_OK;
+	/* Started: the trap mode is on already.  A set whose rpmd died is
+	 * re-based on a restarted one's page, or refused while there is none
+	 * (PAPI_ESYS and the reason): it said PAPI_OK and stayed on the dead
+	 * page, and the next read failed again (ctests/stress, rpmd killed
+	 * every 1.5 s). */
+	return heritage_papi_fail(rpm_set_start(&c->set));
 }
 
 /* The registers are reset through rpm_control (root), not preset. */

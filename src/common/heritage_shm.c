@@ -28,6 +28,70 @@ int heritage_pid_alive(int32_t pid)
 	return alive;
 }
 
+uint64_t heritage_pidns_self(void)
+{
+	static uint64_t ns; /* 0: not taken yet, or /proc could not say */
+	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+	if (v)
+		return v;
+	int saved = errno;
+	struct stat st;
+	if (stat("/proc/self/ns/pid", &st) == 0)
+		v = (uint64_t)st.st_ino;
+	errno = saved;
+	__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+uint64_t heritage_pid_start(int32_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	/* "/proc/<pid>/stat" without snprintf, which is not async-signal-safe. */
+	char path[32] = "/proc/", digits[12];
+	int nd = 0;
+	for (uint32_t v = (uint32_t)pid; v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	size_t at = 6;
+	while (nd)
+		path[at++] = digits[--nd];
+	memcpy(path + at, "/stat", 6);
+	int saved = errno;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The name (field 2) may hold spaces and parentheses: count from the
+	 * last ')'.  Field 22 is the 20th after it. */
+	const char *q = strrchr(buf, ')');
+	for (int field = 2; q && field < 22; field++)
+		q = strchr(q + 1, ' ');
+	if (!q)
+		return 0;
+	uint64_t start = 0;
+	for (q++; *q >= '0' && *q <= '9'; q++)
+		start = start * 10 + (uint64_t)(*q - '0');
+	return start;
+}
+
+enum heritage_daemon_seen heritage_daemon_seen(int32_t pid, uint64_t pidns, uint64_t pid_start)
+{
+	int alive = heritage_pid_alive(pid);
+	if (!pidns || pidns != heritage_pidns_self())
+		return alive ? HERITAGE_DAEMON_ALIVE : HERITAGE_DAEMON_UNSEEN;
+	if (!alive)
+		return HERITAGE_DAEMON_GONE;
+	/* Alive under that pid: the daemon, or a process that got its number
+	 * since (the start time says which; unknown counts as the daemon). */
+	uint64_t start = heritage_pid_start(pid);
+	return pid_start && start && start != pid_start ? HERITAGE_DAEMON_GONE : HERITAGE_DAEMON_ALIVE;
+}
+
 int heritage_shm_taken(int32_t pid)
 {
 	return pid != getpid() && heritage_pid_alive(pid);

@@ -19,6 +19,26 @@ uint64_t heritage_boottime_ns(void);
  * kept. */
 int heritage_pid_alive(int32_t pid);
 
+/* The inode of this process's pid namespace (/proc/self/ns/pid), or 0 if
+ * /proc cannot say.  Taken once: a process's own pid namespace does not
+ * change.  Async-signal-safe after the first call (a load). */
+uint64_t heritage_pidns_self(void);
+
+/* PID's start time in clock ticks since boot (/proc/PID/stat field 22), or
+ * 0 if it is gone or unreadable: with the pid, it names one process, not
+ * whichever got the number since.  Async-signal-safe (open, read, close). */
+uint64_t heritage_pid_start(int32_t pid);
+
+/* What a reader can tell of a daemon's process from the pid, pid
+ * namespace and start time its object names (0: unknown, as an older
+ * daemon's object says).  Async-signal-safe, errno kept. */
+enum heritage_daemon_seen {
+	HERITAGE_DAEMON_UNSEEN = 0, /* no such pid here: gone, or in another pid namespace */
+	HERITAGE_DAEMON_ALIVE = 1,
+	HERITAGE_DAEMON_GONE = 2,   /* in our pid namespace, and dead or its pid another's since */
+};
+enum heritage_daemon_seen heritage_daemon_seen(int32_t pid, uint64_t pidns, uint64_t pid_start);
+
 /* Whether an object naming PID as its publisher belongs to another daemon
  * that is still alive: not ours to take.  (Our own pid: a restarted
  * daemon's object, or ours again.) */

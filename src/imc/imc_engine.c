@@ -183,6 +183,8 @@ struct imc_engine {
 	pid_t thread_pid;         /* the process whose thread runs (0: none) */
 	int stopping;
 	int nest_shared;
+	int nest_fell_back;       /* counting itself since imcd's pages went stale */
+	ino_t nest_gone_ino;      /* the object of that imcd */
 	char nest_where[600];
 	uint64_t hash;
 };
@@ -662,6 +664,10 @@ uint64_t imc_engine_tick(struct imc_engine *e, uint64_t now)
 	pthread_mutex_lock(&e->lock);
 	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
 		next = min_u64(next, page_tick(e, e->nest[i], now));
+	/* A replaced page of our own still counts for the sets that read it
+	 * (retake_imcd); imcd's (remote) are not ours to tick. */
+	for (struct imc_page *p = e->retired; p; p = p->next_retired)
+		next = min_u64(next, page_tick(e, p, now));
 	for (unsigned i = 0; i < e->topo->ncores; i++)
 		next = min_u64(next, page_tick(e, e->core[i], now));
 	for (unsigned i = 0; i < e->nthreads; i++)
@@ -932,10 +938,68 @@ int imc_engine_run(struct imc_engine *e)
 	return err ? heritage_fail(-err, "imc: cannot start the engine thread: %s", strerror(err)) : 0;
 }
 
+/* Under e->lock: the replaced pages in old go now if no set reads them,
+ * else when the last set that does releases them.  Kept for good before,
+ * one mapping of 260 KiB per imcd restart stayed in every reader
+ * (ctests/stress: 6 after 6 restarts), and the freed record was then read
+ * by imc_engine_release. */
+static void retire_replaced(struct imc_engine *e, struct imc_page **old)
+{
+	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
+		if (old[i] && old[i] != e->nest[i]) {
+			if (old[i]->users == 0) {
+				page_free(old[i]);
+			} else {
+				old[i]->retired = 1;
+				old[i]->next_retired = e->retired;
+				e->retired = old[i];
+			}
+		}
+}
+
+/* Under e->lock, counting in this process's pages since imcd's went stale:
+ * a restarted imcd's objects (another inode than the dead one's) are taken
+ * again, as they would have been had no set started in between; sets
+ * running on our own pages keep them, retired and still ticked.  Since a
+ * reader in imcd's pid namespace drops a dead imcd's pages 2 periods after
+ * its last pass, not 5 s, a set started in the gap of a restart (300 ms in
+ * ctests/stress) made the process count itself for good. */
+static void retake_imcd(struct imc_engine *e)
+{
+	struct stat st;
+	unsigned n = e->topo->nchips * e->nregions;
+	if (!n || stat(e->nest[0]->path, &st) != 0 || st.st_ino == e->nest_gone_ino)
+		return;
+	struct imc_page **own = malloc(n * sizeof *own);
+	if (!own)
+		return;
+	memcpy(own, e->nest, n * sizeof *own);
+	char why[512];
+	int err = 0;
+	for (unsigned c = 0; c < e->topo->nchips && !err; c++)
+		for (unsigned r = 0; r < e->nregions && !err; r++)
+			err = nest_page_make(e, c, r, 1, why, sizeof why);
+	if (err) {
+		for (unsigned i = 0; i < n; i++)
+			if (e->nest[i] != own[i])
+				page_free(e->nest[i]);
+		memcpy(e->nest, own, n * sizeof *own);
+	} else {
+		e->nest_shared = 1;
+		e->nest_fell_back = 0;
+		snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
+		         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+		retire_replaced(e, own);
+	}
+	free(own);
+}
+
 int imc_engine_check_nest(struct imc_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	if (!e->nest_shared || e->kind != IMC_ENGINE_PROCESS) {
+	if (e->kind != IMC_ENGINE_PROCESS || !e->nest_shared) {
+		if (e->kind == IMC_ENGINE_PROCESS && e->nest_fell_back)
+			retake_imcd(e);
 		pthread_mutex_unlock(&e->lock);
 		return 0;
 	}
@@ -971,6 +1035,8 @@ int imc_engine_check_nest(struct imc_engine *e)
 		         "this process's engine (imcd pid %d's pages are gone or stale, and no imcd replaces them: %s)", (int)pid,
 		         why);
 		e->nest_shared = 0;
+		e->nest_fell_back = 1;
+		e->nest_gone_ino = old[0] ? old[0]->ino : 0;
 		err = 0;
 		for (unsigned c = 0; c < e->topo->nchips && !err; c++)
 			for (unsigned r = 0; r < e->nregions && !err; r++)
@@ -979,21 +1045,7 @@ int imc_engine_check_nest(struct imc_engine *e)
 		snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
 		         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
 	}
-	/* An old page no set reads goes now; one a running set reads stays
-	 * mapped until that set releases it.  Kept for good before, one
-	 * mapping of 260 KiB per imcd restart stayed in every reader
-	 * (ctests/stress: 6 after 6 restarts), and the freed record was then
-	 * read by imc_engine_release. */
-	for (unsigned i = 0; i < e->topo->nchips * e->nregions; i++)
-		if (old[i] && old[i] != e->nest[i]) {
-			if (old[i]->users == 0) {
-				page_free(old[i]);
-			} else {
-				old[i]->retired = 1;
-				old[i]->next_retired = e->retired;
-				e->retired = old[i];
-			}
-		}
+	retire_replaced(e, old);
 	free(old);
 	pthread_cond_broadcast(&e->wake);
 	pthread_mutex_unlock(&e->lock);

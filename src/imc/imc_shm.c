@@ -63,10 +63,16 @@ int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns)
 	uint64_t age = now_ns - hb;
 	if (age > IMC_SHM_HUNG_MIN_NS)
 		return 1;
+	uint64_t gone = period < UINT64_MAX / IMC_SHM_GONE_PERIODS ? period * IMC_SHM_GONE_PERIODS : UINT64_MAX;
+	if (age <= gone)
+		return 0;
+	enum heritage_daemon_seen seen = heritage_daemon_seen(h->pid, h->pidns, h->pid_start);
+	if (seen == HERITAGE_DAEMON_GONE)
+		return 1;
 	uint64_t limit = period < UINT64_MAX / IMC_SHM_STALE_PERIODS ? period * IMC_SHM_STALE_PERIODS : UINT64_MAX;
 	if (limit < IMC_SHM_STALE_MIN_NS)
 		limit = IMC_SHM_STALE_MIN_NS;
-	return age > limit && !heritage_pid_alive(h->pid);
+	return age > limit && seen == HERITAGE_DAEMON_UNSEEN;
 }
 
 int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size, uint64_t hash, uint8_t **mem,
@@ -155,7 +161,8 @@ int imc_shm_create(const char *path, unsigned chip, uint32_t offset, uint32_t si
 	                              .size = size, .cb_offset = cb_offset, .pid = (int32_t)getpid(),
 	                              .uid = (uint32_t)geteuid(), .catalog_hash = hash,
 	                              .started_ns = imc_shm_boottime_ns(), .heartbeat_ns = imc_shm_boottime_ns(),
-	                              .period_ns = period_ns };
+	                              .period_ns = period_ns, .pidns = heritage_pidns_self(),
+	                              .pid_start = heritage_pid_start((int32_t)getpid()) };
 	if ((e = -heritage_shm_install(path, &n)) != 0) {
 		snprintf(why, len, "rename %s to %s: %s%s", n.tmp, path, strerror(e),
 		         e == EPERM || e == EACCES ? " (another account's object: remove it as root)" : "");

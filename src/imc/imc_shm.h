@@ -34,6 +34,9 @@
 #define IMC_SHM_STALE_PERIODS 10ULL
 #define IMC_SHM_STALE_MIN_NS 5000000000ULL
 #define IMC_SHM_HUNG_MIN_NS 60000000000ULL
+/* Seen gone for certain (a reader in imcd's pid namespace: its pid dead or
+ * another process's): stale after this many periods, with no floor. */
+#define IMC_SHM_GONE_PERIODS 2ULL
 
 struct imc_shm_header {
 	uint32_t magic, version;
@@ -44,6 +47,7 @@ struct imc_shm_header {
 	uint64_t started_ns;                     /* CLOCK_BOOTTIME */
 	uint64_t heartbeat_ns;                   /* CLOCK_BOOTTIME of imcd's last pass */
 	uint64_t period_ns;                      /* its update period now */
+	uint64_t pidns, pid_start;               /* heritage_daemon_seen's (0 from an older imcd) */
 };
 
 struct imc_catalog;
@@ -69,7 +73,7 @@ static inline struct imc_shm_header *imc_shm_header(uint8_t *mem, uint32_t size)
 {
 	return (struct imc_shm_header *)(mem + size);
 }
-/* Whether a header is stale at now (pure but for kill(pid, 0)). */
+/* Whether a header is stale at now (pure but for heritage_daemon_seen). */
 int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns);
 
 #endif

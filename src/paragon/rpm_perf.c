@@ -309,8 +309,9 @@ static void use_service(void)
 }
 
 /* A page is done with once its daemon is: stale by its heartbeat
- * (rpm_service_stale: a dead daemon's page only after 5 s, as its pid may
- * be another namespace's), or late and renamed over by a restarted daemon,
+ * (rpm_service_stale: a dead daemon's page after 2 intervals when it was
+ * in our pid namespace, else only after 5 s, as its pid may be another
+ * namespace's), or late and renamed over by a restarted daemon,
  * which takes the name only from a dead one.  Without the second a set
  * started in those 5 s counted from the dead page: rpms_dat 0 over fresh
  * pages while the new daemon published them (make stress, rpmd killed

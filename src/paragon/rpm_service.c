@@ -17,7 +17,7 @@
 /* ---- the page as data ------------------------------------------------------ */
 
 void rpm_service_init(struct rpm_service_page *p, unsigned ncpus, const unsigned *os, uint64_t interval_ns,
-                      uint64_t now_ns, int32_t pid, uint32_t uid, const int err[RPM_PERF_NCOUNTS],
+                      uint64_t now_ns, const struct rpm_service_daemon *d, const int err[RPM_PERF_NCOUNTS],
                       const char *const why[RPM_PERF_NCOUNTS])
 {
 	memset(p, 0, sizeof *p);
@@ -25,8 +25,10 @@ void rpm_service_init(struct rpm_service_page *p, unsigned ncpus, const unsigned
 	p->size = sizeof *p;
 	p->ncpus = ncpus < RPM_MAX_CPUS ? ncpus : RPM_MAX_CPUS;
 	p->ncounts = RPM_PERF_NCOUNTS;
-	p->pid = pid;
-	p->uid = uid;
+	p->pid = d->pid;
+	p->uid = d->uid;
+	p->pidns = d->pidns;
+	p->pid_start = d->pid_start;
 	p->interval_ns = interval_ns;
 	p->started_ns = now_ns;
 	for (int k = 0; k < RPM_PERF_NCOUNTS; k++) {
@@ -104,7 +106,8 @@ static uint64_t intervals_or(uint64_t interval_ns, uint64_t n, uint64_t floor_ns
 	return t > floor_ns ? t : floor_ns;
 }
 
-int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t now_ns, int daemon_alive)
+int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t now_ns,
+                         enum heritage_daemon_seen daemon)
 {
 	/* A heartbeat ahead of now is not ours to explain (another time
 	 * namespace?): not trusted either. */
@@ -113,17 +116,21 @@ int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t n
 	uint64_t age = now_ns - heartbeat_ns;
 	if (age > intervals_or(interval_ns, RPM_SERVICE_HUNG_INTERVALS, RPM_SERVICE_HUNG_MIN_NS))
 		return 1;
-	return !daemon_alive && age > intervals_or(interval_ns, RPM_SERVICE_STALE_INTERVALS, RPM_SERVICE_STALE_MIN_NS);
+	if (daemon == HERITAGE_DAEMON_GONE)
+		return age > intervals_or(interval_ns, RPM_SERVICE_GONE_INTERVALS, 0);
+	return daemon == HERITAGE_DAEMON_UNSEEN &&
+	       age > intervals_or(interval_ns, RPM_SERVICE_STALE_INTERVALS, RPM_SERVICE_STALE_MIN_NS);
 }
 
 int rpm_service_stale(const struct rpm_service_page *p, uint64_t heartbeat_ns, uint64_t now_ns)
 {
 	/* Asked only when the answer could change the verdict: one system call
 	 * per read of a late page, none normally. */
-	if (!rpm_service_stale_at(p->interval_ns, heartbeat_ns, now_ns, 0))
+	if (!rpm_service_stale_at(p->interval_ns, heartbeat_ns, now_ns, HERITAGE_DAEMON_GONE))
 		return 0;
 	return rpm_service_stale_at(p->interval_ns, heartbeat_ns, now_ns,
-	                            heritage_pid_alive(__atomic_load_n(&p->pid, __ATOMIC_RELAXED)));
+	                            heritage_daemon_seen(__atomic_load_n(&p->pid, __ATOMIC_RELAXED), p->pidns,
+	                                                 p->pid_start));
 }
 
 int rpm_service_find_cpu(const struct rpm_service_page *p, unsigned os)
@@ -267,7 +274,11 @@ int rpm_service_create(const char *path, unsigned ncpus, const unsigned *os, uin
 	int e = heritage_shm_prepare(path, sizeof(struct rpm_service_page), 0444, &n, why_out, len);
 	if (e)
 		return e;
-	rpm_service_init(n.mem, ncpus, os, interval_ns, now_ns, (int32_t)getpid(), (uint32_t)geteuid(), err, why);
+	const struct rpm_service_daemon self = {
+		.pid = (int32_t)getpid(), .uid = (uint32_t)geteuid(),
+		.pidns = heritage_pidns_self(), .pid_start = heritage_pid_start((int32_t)getpid()),
+	};
+	rpm_service_init(n.mem, ncpus, os, interval_ns, now_ns, &self, err, why);
 	if ((e = -heritage_shm_install(path, &n)) != 0) {
 		struct stat old;
 		int owner = lstat(path, &old) == 0 ? (int)old.st_uid : -1;

@@ -16,7 +16,7 @@
  * is recent.  A reader opens it O_RDONLY and maps it PROT_READ: it cannot
  * write, reset or replace what the daemon publishes.
  *
- * Layout (version 1; little-endian x86-64; rpmd(8) documents it): a header
+ * Layout (version 2; little-endian x86-64; rpmd(8) documents it): a header
  * written once before the object gets its public name, then a seqlock
  * sequence, the heartbeat and the counts, which the daemon rewrites every
  * interval.  A reader never sees torn values: it retries while the
@@ -30,11 +30,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "common/heritage_shm.h"
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_perf.h"
 
 #define RPM_SERVICE_MAGIC 0x534d5052u /* the bytes "RPMS" */
-#define RPM_SERVICE_VERSION 1u
+#define RPM_SERVICE_VERSION 2u
 #define RPM_SERVICE_WHY_LEN 256
 /* How often rpmd publishes by default.  A publication reads each CPU's
  * perf group and tracepoint (cross-CPU calls): about 70 us of CPU time for
@@ -57,6 +58,12 @@
 #define RPM_SERVICE_STALE_INTERVALS 10ULL
 #define RPM_SERVICE_STALE_MIN_NS 5000000000ULL
 #define RPM_SERVICE_HUNG_INTERVALS 100ULL
+/* A reader in the daemon's pid namespace sees for certain that it is gone
+ * (its pid dead, or another process's since: the start time differs), and
+ * then needs no floor: the page is done with once its heartbeat is more
+ * than this many intervals late, where until version 2 it was trusted for
+ * the 5 s floor, reads returning the dead daemon's last counts. */
+#define RPM_SERVICE_GONE_INTERVALS 2ULL
 #define RPM_SERVICE_HUNG_MIN_NS 60000000000ULL
 /* The account whose objects a reader trusts besides root's, unless
  * PAPI_HERITAGE_PARAGON_RPM_SERVICE_USER names another (name or uid). */
@@ -80,6 +87,8 @@ struct rpm_service_page {
 	uint32_t pad;
 	uint64_t interval_ns;                 /* it publishes this often */
 	uint64_t started_ns;                  /* CLOCK_BOOTTIME when the counts were opened */
+	uint64_t pidns;                       /* its pid namespace's inode (0: unknown) */
+	uint64_t pid_start;                   /* its start, /proc/PID/stat field 22 (0: unknown) */
 	int32_t err[RPM_PERF_NCOUNTS];        /* 0: counted; else the daemon's -errno ... */
 	char why[RPM_PERF_NCOUNTS][RPM_SERVICE_WHY_LEN]; /* ... and why */
 	/* Rewritten every interval, under the seqlock. */
@@ -90,8 +99,13 @@ struct rpm_service_page {
 
 /* ---- the page as data (pure: unit-tested in test_paragon.c) --------------- */
 /* Header and per-CPU OS numbers; counts 0, sequence 0, heartbeat now. */
+struct rpm_service_daemon {
+	int32_t pid;
+	uint32_t uid;
+	uint64_t pidns, pid_start; /* heritage_pidns_self, heritage_pid_start */
+};
 void rpm_service_init(struct rpm_service_page *p, unsigned ncpus, const unsigned *os, uint64_t interval_ns,
-                      uint64_t now_ns, int32_t pid, uint32_t uid, const int err[RPM_PERF_NCOUNTS],
+                      uint64_t now_ns, const struct rpm_service_daemon *d, const int err[RPM_PERF_NCOUNTS],
                       const char *const why[RPM_PERF_NCOUNTS]);
 /* The writer: one publication of every CPU's counts (counts[i] for cpu[i]). */
 void rpm_service_publish(struct rpm_service_page *p, uint64_t now_ns, const uint64_t (*counts)[RPM_PERF_NCOUNTS]);
@@ -101,11 +115,12 @@ void rpm_service_publish(struct rpm_service_page *p, uint64_t now_ns, const uint
  * goes stale).  Async-signal-safe: loads only. */
 int rpm_service_read_cpu(const struct rpm_service_page *p, unsigned idx, uint64_t out[RPM_PERF_NCOUNTS],
                          uint64_t *heartbeat_ns);
-/* Whether a page with this interval and heartbeat is stale at now, its
- * daemon's process being alive or not (pure); and for a page, asking the
- * kernel whether its pid lives only when that matters (kill(pid, 0):
+/* Whether a page with this interval and heartbeat is stale at now, given
+ * what is seen of its daemon (pure); and for a page, asking the kernel
+ * about its pid only when that matters (heritage_daemon_seen:
  * async-signal-safe, errno kept). */
-int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t now_ns, int daemon_alive);
+int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t now_ns,
+                         enum heritage_daemon_seen daemon);
 int rpm_service_stale(const struct rpm_service_page *p, uint64_t heartbeat_ns, uint64_t now_ns);
 /* The entry for OS CPU os, or -1. */
 int rpm_service_find_cpu(const struct rpm_service_page *p, unsigned os);

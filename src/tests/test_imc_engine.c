@@ -12,6 +12,7 @@
 #endif
 #include "common/heritage_error.h"
 #include "common/heritage_probe.h"
+#include "common/heritage_shm.h"
 #include "imc/imc_engine.h"
 #include "imc/imc_mode.h"
 #include "imc/imc_shm.h"
@@ -468,7 +469,8 @@ START_TEST(shared_nest_page)
 END_TEST
 
 /* imcd stops: a new set's start finds its pages gone and counts its own;
- * imcd restarts: the next start maps the new daemon's pages. */
+ * imcd restarts: the next start maps the new daemon's pages, in a process
+ * that had fallen back to its own too. */
 START_TEST(daemon_gone_and_back)
 {
 	private_shm();
@@ -483,9 +485,25 @@ START_TEST(daemon_gone_and_back)
 	ck_assert_int_eq(imc_engine_nest_shared(r), 0);
 	ck_assert_msg(strstr(imc_engine_nest_where(r), "gone or stale"), "%s", imc_engine_nest_where(r));
 	ck_assert_ptr_nonnull(imc_engine_nest_cb(r, 0, 0)); /* its own now */
+	struct imc_counter own;
+	ck_assert_int_eq(imc_engine_arm(r, E_PB_CYC, 0, &own), 0); /* a set on r's own page */
 	d = fake_engine(IMC_ENGINE_DAEMON);             /* a new imcd */
 	ck_assert_int_eq(imc_engine_check_nest(r2), 0);
 	ck_assert_int_eq(imc_engine_nest_shared(r2), 1);
+	/* r, which counted itself since, takes the new imcd's pages at its
+	 * next start; the set on its own page keeps that page, still ticked. */
+	ck_assert_int_eq(imc_engine_check_nest(r), 0);
+	ck_assert_int_eq(imc_engine_nest_shared(r), 1);
+	ck_assert_msg(strstr(imc_engine_nest_where(r), "shared by every process"), "%s", imc_engine_nest_where(r));
+	ck_assert_uint_eq(imc_engine_retired_pages(r), 1);
+	imc_engine_tick(r, 3000000000ULL);
+	uint64_t own0 = imc_counter_load(&own);
+	fake_ns += 700;
+	imc_engine_tick(r, 4000000000ULL);
+	ck_assert_uint_gt(imc_counter_load(&own), own0);
+	imc_engine_release(r, &own);
+	ck_assert_uint_eq(imc_engine_retired_pages(r), 0);
+	fake_ns = 0;
 	struct imc_counter c;
 	ck_assert_int_eq(imc_engine_arm(r2, E_PB_CYC, 0, &c), 0);
 	imc_engine_tick(d, 1000000000ULL);
@@ -545,6 +563,35 @@ START_TEST(daemon_restart_unmaps)
 END_TEST
 
 /* ---- exclusivity ----------------------------------------------------------------------------- */
+/* imc_shm_stale: a reader in imcd's pid namespace drops a dead imcd's
+ * object after 2 periods; elsewhere (or an older imcd's header, without
+ * the namespace) only after 10 periods and 5 s; a live one's after 60 s. */
+START_TEST(stale_by_what_is_seen)
+{
+	const uint64_t ms = 1000000, s = 1000 * ms, hb = 100 * s;
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	waitpid(c, NULL, 0); /* reaped: its pid is gone */
+	struct imc_shm_header h = { .pid = c, .heartbeat_ns = hb, .period_ns = 4 * ms };
+	ck_assert(!imc_shm_stale(&h, hb + 4 * s));
+	ck_assert(imc_shm_stale(&h, hb + 5 * s + 1));
+	h.pidns = heritage_pidns_self();
+	ck_assert(!imc_shm_stale(&h, hb + 8 * ms));
+	ck_assert(imc_shm_stale(&h, hb + 8 * ms + 1));
+	h.pidns++;
+	ck_assert(!imc_shm_stale(&h, hb + 4 * s));
+	/* Live, with its start time: imcd; with another: its pid reused. */
+	h.pidns = heritage_pidns_self();
+	h.pid = getpid();
+	h.pid_start = heritage_pid_start(getpid());
+	ck_assert(!imc_shm_stale(&h, hb + 59 * s));
+	ck_assert(imc_shm_stale(&h, hb + 60 * s + 1));
+	h.pid_start++;
+	ck_assert(imc_shm_stale(&h, hb + 8 * ms + 1));
+}
+END_TEST
+
 START_TEST(exclusive_domains)
 {
 	private_shm();
@@ -630,6 +677,7 @@ int main(void)
 	tcase_add_test(tc, shared_nest_page);
 	tcase_add_test(tc, daemon_gone_and_back);
 	tcase_add_test(tc, daemon_restart_unmaps);
+	tcase_add_test(tc, stale_by_what_is_seen);
 	tcase_add_test(tc, exclusive_domains);
 	tcase_add_test(tc, engine_thread);
 	suite_add_tcase(s, tc);

@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "paragon/rpm_events.h"
@@ -28,6 +30,7 @@
 #include "paragon/rpm_model.h"
 #include "paragon/rpm_page.h"
 #include "paragon/rpm_perf.h"
+#include "common/heritage_shm.h"
 #include "paragon/rpm_service.h"
 
 START_TEST(test_dclock_integer_path)
@@ -473,7 +476,8 @@ static struct rpm_service_page *new_page(unsigned ncpus, uint64_t interval_ns, u
 	ck_assert_ptr_nonnull(p);
 	for (unsigned i = 0; i < ncpus; i++)
 		os[i] = 2 * i + 1; /* not the logical numbers: entries are found by OS number */
-	rpm_service_init(p, ncpus, os, interval_ns, now_ns, 1234, 0, no_err, no_why);
+	const struct rpm_service_daemon d = { .pid = 1234 };
+	rpm_service_init(p, ncpus, os, interval_ns, now_ns, &d, no_err, no_why);
 	return p;
 }
 
@@ -483,14 +487,18 @@ START_TEST(test_service_format)
 	const char *why[RPM_PERF_NCOUNTS] = { [RPM_SYSCALLS] = "tracefs is not mounted" };
 	unsigned os[3] = { 4, 0, 7 };
 	struct rpm_service_page *p = calloc(1, sizeof *p);
-	rpm_service_init(p, 3, os, 10000000, 5000, 77, 0, err, why);
+	const struct rpm_service_daemon d = { .pid = 77, .uid = 5, .pidns = 4026531836u, .pid_start = 99 };
+	rpm_service_init(p, 3, os, 10000000, 5000, &d, err, why);
 	ck_assert_uint_eq(p->magic, 0x534d5052u);
 	ck_assert_int_eq(memcmp(&p->magic, "RPMS", 4), 0);
-	ck_assert_uint_eq(p->version, 1);
+	ck_assert_uint_eq(p->version, 2);
 	ck_assert_uint_eq(p->size, sizeof *p);
 	ck_assert_uint_eq(p->ncpus, 3);
 	ck_assert_uint_eq(p->ncounts, RPM_PERF_NCOUNTS);
 	ck_assert_int_eq(p->pid, 77);
+	ck_assert_uint_eq(p->uid, 5);
+	ck_assert_uint_eq(p->pidns, 4026531836u);
+	ck_assert_uint_eq(p->pid_start, 99);
 	ck_assert_uint_eq(p->started_ns, 5000);
 	ck_assert_uint_eq(p->seq, 0);
 	ck_assert_int_eq(p->err[RPM_PF_ALL], 0);
@@ -498,13 +506,15 @@ START_TEST(test_service_format)
 	ck_assert_int_eq(p->err[RPM_SYSCALLS], -EACCES);
 	ck_assert_str_eq(p->why[RPM_SYSCALLS], "tracefs is not mounted");
 	/* The layout rpmd(8) documents, which other readers may rely on. */
-	ck_assert_uint_eq(sizeof *p, 42112);
+	ck_assert_uint_eq(sizeof *p, 42176);
 	ck_assert_uint_eq(offsetof(struct rpm_service_page, interval_ns), 32);
-	ck_assert_uint_eq(offsetof(struct rpm_service_page, err), 48);
-	ck_assert_uint_eq(offsetof(struct rpm_service_page, why), 64);
-	ck_assert_uint_eq(offsetof(struct rpm_service_page, seq), 1088);
-	ck_assert_uint_eq(offsetof(struct rpm_service_page, heartbeat_ns), 1096);
-	ck_assert_uint_eq(offsetof(struct rpm_service_page, cpu), 1104);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, pidns), 48);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, pid_start), 56);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, err), 64);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, why), 80);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, seq), 1152);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, heartbeat_ns), 1160);
+	ck_assert_uint_eq(offsetof(struct rpm_service_page, cpu), 1168);
 	ck_assert_uint_eq(sizeof p->cpu[0], 40);
 	/* The seqlock's line is not the header's: readers of it do not share
 	 * a line with the fields the daemon never writes again. */
@@ -553,8 +563,8 @@ START_TEST(test_service_owner_checks)
 	st.st_size = sizeof *p - 1;
 	ck_assert_int_eq(rpm_service_check(&st, 1000, p, why, sizeof why), -EPROTO);
 	st.st_size = sizeof *p;
-	/* Not this format. */
-	p->version = 2;
+	/* Not this format (version 1 had no pidns or pid_start). */
+	p->version = 1;
 	ck_assert_int_eq(rpm_service_check(&st, 1000, p, why, sizeof why), -EPROTO);
 	p->version = RPM_SERVICE_VERSION;
 	p->magic ^= 1;
@@ -589,6 +599,12 @@ START_TEST(test_service_stale)
 	ck_assert(rpm_service_stale_at(1 * s, hb, hb + 100 * s + 1, 1));
 	ck_assert(!rpm_service_stale_at(UINT64_MAX / 2, 0, UINT64_MAX, 0)); /* no overflow */
 	ck_assert(rpm_service_stale_at(10 * ms, hb, hb - 1, 1)); /* from the future */
+	/* Seen gone for certain (same pid namespace): after 2 intervals, no
+	 * floor. */
+	ck_assert(!rpm_service_stale_at(10 * ms, hb, hb + 20 * ms, HERITAGE_DAEMON_GONE));
+	ck_assert(rpm_service_stale_at(10 * ms, hb, hb + 20 * ms + 1, HERITAGE_DAEMON_GONE));
+	ck_assert(!rpm_service_stale_at(1 * s, hb, hb + 2 * s, HERITAGE_DAEMON_GONE));
+	ck_assert(rpm_service_stale_at(1 * s, hb, hb + 2 * s + 1, HERITAGE_DAEMON_GONE));
 	/* The page's verdict asks whether its pid lives, keeping errno. */
 	struct rpm_service_page *p = new_page(1, 10 * ms, 0);
 	p->pid = getpid();
@@ -601,8 +617,62 @@ START_TEST(test_service_stale)
 	waitpid(c, NULL, 0); /* reaped: its pid is gone */
 	p->pid = c;
 	ck_assert(rpm_service_stale(p, hb, hb + 30 * s));
+	/* Version 1's page (no namespace): the dead pid may be another
+	 * namespace's, trusted for the 5 s floor... */
 	ck_assert(!rpm_service_stale(p, hb, hb + 4 * s));
+	/* ...in this namespace it is gone for certain: done after 2 intervals. */
+	ck_assert_uint_ne(heritage_pidns_self(), 0);
+	p->pidns = heritage_pidns_self();
+	ck_assert(!rpm_service_stale(p, hb, hb + 20 * ms));
+	ck_assert(rpm_service_stale(p, hb, hb + 20 * ms + 1));
+	/* Another namespace's page: as version 1's. */
+	p->pidns = heritage_pidns_self() + 1;
+	ck_assert(!rpm_service_stale(p, hb, hb + 4 * s));
+	/* A live pid with the daemon's start time is the daemon; with another,
+	 * a process that got the dead daemon's number. */
+	p->pidns = heritage_pidns_self();
+	p->pid = getpid();
+	p->pid_start = heritage_pid_start(getpid());
+	ck_assert_uint_ne(p->pid_start, 0);
+	ck_assert(!rpm_service_stale(p, hb, hb + 30 * s));
+	p->pid_start++;
+	ck_assert(rpm_service_stale(p, hb, hb + 20 * ms + 1));
+	ck_assert_uint_eq(heritage_pid_start(c), 0);
 	free(p);
+
+	/* A name with spaces and parentheses does not move field 22: read
+	 * here with sscanf from the last ')', as proc(5) says to. */
+	int gate[2];
+	ck_assert_int_eq(pipe(gate), 0);
+	c = fork();
+	if (c == 0) {
+		prctl(PR_SET_NAME, "x) 1 2 (y");
+		char b;
+		close(gate[1]);
+		(void)!read(gate[0], &b, 1);
+		_exit(0);
+	}
+	close(gate[0]);
+	char path[64], text[1024] = "";
+	unsigned long long want = 0;
+	for (int tries = 0; tries < 200 && !strstr(text, "x) 1 2 (y"); tries++) {
+		usleep(5000);
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)c);
+		FILE *f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		size_t got = fread(text, 1, sizeof text - 1, f);
+		text[got] = '\0';
+		fclose(f);
+	}
+	const char *after = strrchr(text, ')');
+	ck_assert_ptr_nonnull(after);
+	ck_assert_int_eq(sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+	                        &want), 1);
+	uint64_t child_start = heritage_pid_start(c);
+	close(gate[1]);
+	waitpid(c, NULL, 0);
+	ck_assert_uint_eq(child_start, want);
+	ck_assert_uint_ge(child_start, heritage_pid_start(getpid()));
 }
 END_TEST
 
