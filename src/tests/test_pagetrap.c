@@ -12,7 +12,7 @@
 
 START_TEST(scalar_store_then_load_whole_array)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	ck_assert_ptr_nonnull(a);
 	struct watch_session s;
 	watch_start(&s, a, a + N_INTS);
@@ -31,7 +31,7 @@ END_TEST
 
 START_TEST(range_not_page_aligned)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a + 100, a + 16000);
 	store_pass(a, 0, N_INTS);
@@ -45,7 +45,7 @@ END_TEST
 
 START_TEST(read_and_reset_while_running)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + 1000);
 	store_pass(a, 0, 300);
@@ -111,7 +111,7 @@ END_TEST
 
 START_TEST(read_modify_write_is_load_and_store)
 {
-	int *a = malloc(4096 * sizeof *a);
+	int *a = watched_alloc(4096 * sizeof *a);
 	memset(a, 0, 4096 * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + 4096);
@@ -248,9 +248,9 @@ END_TEST
 
 START_TEST(syscalls_into_watched_buffer_work_and_count_nothing)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	memset(a, 0, N_INTS * sizeof *a);
-	char *pattern = malloc(8192);
+	char *pattern = watched_alloc(8192);
 	for (int i = 0; i < 8192; i++)
 		pattern[i] = (char)(i * 31 + 1);
 	int p[2];
@@ -370,7 +370,7 @@ static void *other_thread_stores(void *arg)
 
 START_TEST(other_threads_accesses_are_not_ours)
 {
-	int *a = malloc(4096 * sizeof *a);
+	int *a = watched_alloc(4096 * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + 4096);
 	pthread_t t;
@@ -401,7 +401,7 @@ static void *all_signals_blocked(void *arg)
 
 START_TEST(thread_blocking_every_signal_is_not_waited_for)
 {
-	int *a = malloc(4096 * sizeof *a);
+	int *a = watched_alloc(4096 * sizeof *a);
 	ck_assert_int_eq(pipe(blocker_pipe), 0);
 	sigset_t all, old;
 	sigfillset(&all);
@@ -469,7 +469,7 @@ START_TEST(application_segv_handler_still_runs)
 	sa.sa_flags = SA_SIGINFO;
 	ck_assert_int_eq(sigaction(SIGSEGV, &sa, NULL), 0); /* before we are installed */
 
-	int *a = malloc(4096 * sizeof *a);
+	int *a = watched_alloc(4096 * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + 4096);
 	store_pass(a, 0, 10);
@@ -497,7 +497,7 @@ END_TEST
 
 START_TEST(default_segv_still_kills)
 {
-	int *a = malloc(4096 * sizeof *a);
+	int *a = watched_alloc(4096 * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + 4096);
 	pid_t pid = fork();
@@ -519,7 +519,7 @@ END_TEST
 
 START_TEST(fork_child_finds_pages_open)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	struct watch_session s;
 	watch_start(&s, a, a + N_INTS);
 	store_pass(a, 0, 100);
@@ -549,8 +549,8 @@ END_TEST
 
 START_TEST(pages_accessible_after_stop)
 {
-	int *a = malloc(N_INTS * sizeof *a);
-	int *b = malloc(N_INTS * sizeof *b);
+	int *a = watched_alloc(2 * N_INTS * sizeof *a);
+	int *b = a + N_INTS; /* after a: s2's range spans both */
 	struct watch_session s1, s2;
 	watch_start(&s1, a, a + N_INTS);
 	watch_start(&s2, a + 1000, b + N_INTS); /* overlapping sessions share pages */
@@ -567,7 +567,6 @@ START_TEST(pages_accessible_after_stop)
 	watch_pagetrap_stats(&after);
 	ck_assert_uint_eq(after.faults, before.faults);
 	free(a);
-	free(b);
 }
 END_TEST
 
@@ -709,7 +708,7 @@ START_TEST(fits_refuses_what_it_cannot_watch)
 	ck_assert_int_eq(ops->fits(&r, why, sizeof why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "executable"));
 
-	struct watch_pagetrap_stats *own = malloc(sizeof *own); /* a heap address: fine */
+	struct watch_pagetrap_stats *own = watched_alloc(sizeof *own); /* a heap address: fine */
 	r.data[0].start = (uintptr_t)own;
 	r.data[0].end = (uintptr_t)own + sizeof *own;
 	ck_assert_int_eq(ops->fits(&r, why, sizeof why), 0);
@@ -731,7 +730,7 @@ END_TEST
 
 START_TEST(cost_per_trapped_access)
 {
-	int *a = malloc(N_INTS * sizeof *a);
+	int *a = watched_alloc(N_INTS * sizeof *a);
 	struct watch_session s;
 	struct watch_pagetrap_stats before, after;
 	uint64_t t0 = ns_now();
