@@ -38,8 +38,9 @@ struct knob {
  * follow what the reader parses: where a parser already refuses a bad value
  * loudly at its use (a backend name, a catalog path, a period whose unit
  * depends on the backend) the knob is TEXT here; the rest used to fall back
- * to their default silently on a typo ("PARAGON_RPM_MESH=3X3x" ran on a 1x1
- * mesh, "ALPHA21064_CLOCK_MHZ=2GHz" at 200 MHz) and are checked here. */
+ * to their default, or to a wrong value, silently on a typo
+ * ("PARAGON_RPM_MESH=3X3x" ran on a 1x1 mesh, "ALPHA21064_CLOCK_MHZ=2GHz" at
+ * 2 MHz, strtoul's 2) and are checked here. */
 static const struct knob knobs[] = {
 	{ .component = "ALPHA21064", .knob = "BACKEND", .kind = KNOB_TEXT, .accepts = "auto, pmu or software" },
 	{ .component = "ALPHA21064", .knob = "CLOCK_MHZ", .kind = KNOB_UINT, .min = 1, .max = 100000,
