@@ -482,6 +482,24 @@ static int nest_page_make(struct imc_engine *e, unsigned chip, unsigned r, int w
 	return 0;
 }
 
+/* Every chip's and region's nest page: imcd's (want_remote) or this
+ * process's own.  0, or the first error with why. */
+static int nest_pages_make(struct imc_engine *e, int want_remote, char *why, size_t len)
+{
+	int err = 0;
+	for (unsigned c = 0; c < e->topo->nchips && !err; c++)
+		for (unsigned r = 0; r < e->nregions && !err; r++)
+			err = nest_page_make(e, c, r, want_remote, why, len);
+	return err;
+}
+
+/* nest_where once the nest pages are imcd's. */
+static void nest_where_imcd(struct imc_engine *e)
+{
+	snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
+	         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+}
+
 static struct imc_page *core_page(struct imc_engine *e, unsigned core, uint32_t size)
 {
 	if (e->core[core])
@@ -769,13 +787,10 @@ int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo
 	int err = 0;
 	if (kind == IMC_ENGINE_PROCESS && e->nregions) {
 		/* imcd's pages for every chip, or none: one system-wide view. */
-		for (unsigned c = 0; c < topo->nchips && !err; c++)
-			for (unsigned r = 0; r < e->nregions && !err; r++)
-				err = nest_page_make(e, c, r, 1, why, sizeof why);
+		err = nest_pages_make(e, 1, why, sizeof why);
 		if (!err) {
 			e->nest_shared = 1;
-			snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
-			         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+			nest_where_imcd(e);
 		} else {
 			for (unsigned i = 0; i < topo->nchips * e->nregions; i++) {
 				page_free(e->nest[i]);
@@ -785,9 +800,7 @@ int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo
 		}
 		err = 0;
 	} else if (kind == IMC_ENGINE_DAEMON) {
-		for (unsigned c = 0; c < topo->nchips && !err; c++)
-			for (unsigned r = 0; r < e->nregions && !err; r++)
-				err = nest_page_make(e, c, r, 0, why, sizeof why);
+		err = nest_pages_make(e, 0, why, sizeof why);
 		if (err) {
 			imc_engine_destroy(e);
 			return heritage_fail(err, "imcd: %s", why);
@@ -815,9 +828,8 @@ int imc_engine_create(const struct imc_catalog *cat, const struct imc_topo *topo
 		snprintf(e->nest_where, sizeof e->nest_where, "this process's engine (private)");
 	}
 	/* This process's own nest pages, control block and all, from the start. */
-	for (unsigned c = 0; !e->nest_shared && c < topo->nchips && !err; c++)
-		for (unsigned r = 0; r < e->nregions && !err; r++)
-			err = nest_page_make(e, c, r, 0, why, sizeof why);
+	if (!e->nest_shared && !err)
+		err = nest_pages_make(e, 0, why, sizeof why);
 	if (err) {
 		imc_engine_destroy(e);
 		return heritage_fail(err, "imc: cannot make the nest pages: %s", why);
@@ -975,11 +987,7 @@ static void retake_imcd(struct imc_engine *e)
 		return;
 	memcpy(own, e->nest, n * sizeof *own);
 	char why[512];
-	int err = 0;
-	for (unsigned c = 0; c < e->topo->nchips && !err; c++)
-		for (unsigned r = 0; r < e->nregions && !err; r++)
-			err = nest_page_make(e, c, r, 1, why, sizeof why);
-	if (err) {
+	if (nest_pages_make(e, 1, why, sizeof why)) {
 		for (unsigned i = 0; i < n; i++)
 			if (e->nest[i] != own[i])
 				page_free(e->nest[i]);
@@ -987,8 +995,7 @@ static void retake_imcd(struct imc_engine *e)
 	} else {
 		e->nest_shared = 1;
 		e->nest_fell_back = 0;
-		snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
-		         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+		nest_where_imcd(e);
 		retire_replaced(e, own);
 	}
 	free(own);
@@ -1027,9 +1034,7 @@ int imc_engine_check_nest(struct imc_engine *e)
 		return heritage_fail(-ENOMEM, "imc: out of memory");
 	}
 	memcpy(old, e->nest, (size_t)e->topo->nchips * e->nregions * sizeof *old);
-	for (unsigned c = 0; c < e->topo->nchips && !err; c++)
-		for (unsigned r = 0; r < e->nregions && !err; r++)
-			err = nest_page_make(e, c, r, 1, why, sizeof why);
+	err = nest_pages_make(e, 1, why, sizeof why);
 	if (err) {
 		snprintf(e->nest_where, sizeof e->nest_where,
 		         "this process's engine (imcd pid %d's pages are gone or stale, and no imcd replaces them: %s)", (int)pid,
@@ -1037,13 +1042,9 @@ int imc_engine_check_nest(struct imc_engine *e)
 		e->nest_shared = 0;
 		e->nest_fell_back = 1;
 		e->nest_gone_ino = old[0] ? old[0]->ino : 0;
-		err = 0;
-		for (unsigned c = 0; c < e->topo->nchips && !err; c++)
-			for (unsigned r = 0; r < e->nregions && !err; r++)
-				err = nest_page_make(e, c, r, 0, why, sizeof why);
+		err = nest_pages_make(e, 0, why, sizeof why);
 	} else {
-		snprintf(e->nest_where, sizeof e->nest_where, "imcd pid %d (%s, shared by every process)",
-		         (int)imc_shm_header(e->nest[0]->mem, (uint32_t)e->nest[0]->size)->pid, e->nest[0]->path);
+		nest_where_imcd(e);
 	}
 	retire_replaced(e, old);
 	free(old);
