@@ -435,6 +435,91 @@ START_TEST(thread_blocking_every_signal_is_not_waited_for)
 }
 END_TEST
 
+/* A thread that answers the parks handing out signal stacks late (not
+ * scheduled for the park's 200 ms on a loaded machine) while its own stack
+ * is watched: the start used to go on without it, and its next fault on its
+ * stack, or the return from the late park handler, got the process killed
+ * (range_stack thread in one CI pass; every time with the bound at 0).  With
+ * the bound at 0 now, the start either hands the stack over on a later try
+ * or fails saying why; the process lives either way. */
+static long *volatile late_arr;
+static _Atomic int late_stop;
+static _Atomic long late_calls;
+static pthread_barrier_t late_ready;
+
+NOINLINE static long late_stack_user(long depth)
+{
+	volatile long pad[64];
+	pad[0] = depth;
+	pad[63] = depth;
+	return depth ? late_stack_user(depth - 1) + pad[0] : pad[63];
+}
+
+static void *late_thread(void *arg)
+{
+	long arr[1024];
+	(void)arg;
+	memset(arr, 0, sizeof arr);
+	late_arr = arr;
+	pthread_barrier_wait(&late_ready);
+	while (!late_stop) {
+		late_stack_user(8); /* below arr: on the lowest watched page */
+		late_calls++;
+		sched_yield();
+	}
+	__asm__ volatile("" : : "r"(arr) : "memory");
+	return NULL;
+}
+
+/* Stores 2048 ints into the other thread's array, then lets it run on its
+ * watched stack for 20 calls; returns what the session counted. */
+static struct watch_counts late_session(struct watch_session *s)
+{
+	store_pass((volatile int *)late_arr, 0, 2048);
+	long first = late_calls;
+	for (int i = 0; i < 2000 && late_calls < first + 20; i++)
+		usleep(1000);
+	return watch_stop(s);
+}
+
+START_TEST(thread_late_to_its_signal_stack_is_not_left_without_one)
+{
+	pthread_t t;
+	pthread_barrier_init(&late_ready, NULL, 2);
+	pthread_create(&t, NULL, late_thread, NULL);
+	pthread_barrier_wait(&late_ready);
+	uintptr_t lo = (uintptr_t)late_arr, hi = lo + 1024 * sizeof(long);
+
+	struct watch_session s;
+	memset(&s, 0, sizeof s);
+	s.req.want_data = 1;
+	s.req.ndata = 1;
+	s.req.data[0].start = lo;
+	s.req.data[0].end = hi;
+	char why[WATCH_ERRLEN] = "";
+	int64_t bound = watch_park_set_timeout_ns(0);
+	uint64_t t0 = ns_now();
+	int r = ops->start(&s, why, sizeof why);
+	uint64_t took = ns_now() - t0;
+	watch_park_set_timeout_ns(bound);
+	if (r == 0) {
+		struct watch_counts c = late_session(&s);
+		ck_assert_uint_eq(c.stores, 2048);
+		fprintf(stderr, "  parks at once: started in %.3f s, 2048 stores counted\n", (double)took / 1e9);
+	} else {
+		ck_assert_msg(r == -EAGAIN && strstr(why, "try the start again"), "start: %d %s", r, why);
+		ck_assert(!range_has_prot_none((const void *)lo, (const void *)hi));
+		fprintf(stderr, "  parks at once: refused after %.3f s: %s\n", (double)took / 1e9, why);
+	}
+	watch_start_at(&s, lo, hi); /* the default bound: the thread answers */
+	struct watch_counts c = late_session(&s);
+	ck_assert_uint_eq(c.stores, 2048);
+	late_stop = 1;
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&late_ready);
+}
+END_TEST
+
 /* ---- signals and fork ----------------------------------------------------- */
 
 static sigjmp_buf app_jump;
@@ -777,6 +862,7 @@ static Suite *pagetrap_suite(void)
 	tcase_add_test_unsanitized(tc, four_threads_same_pages_exact,
 	                           "threads slowed by ASan miss the park deadline: park_timeouts 1 to 4 in 3 of 12 runs");
 	tcase_add_test(tc, other_threads_accesses_are_not_ours);
+	tcase_add_test(tc, thread_late_to_its_signal_stack_is_not_left_without_one);
 	tcase_add_test(tc, application_segv_handler_still_runs);
 	tcase_add_test(tc, default_segv_still_kills);
 	tcase_add_test(tc, fork_child_finds_pages_open);

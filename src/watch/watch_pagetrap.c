@@ -903,6 +903,77 @@ static void register_exit(void)
 	atexit(pagetrap_at_exit);
 }
 
+/* Every thread runs its handlers on a signal stack of the engine's before
+ * any data page is protected: the pages may be a thread's own stack (a local
+ * array of another thread, memory given to pthread_attr_setstack), and a
+ * thread faulting on its stack with no alternate one cannot be sent the
+ * signal at all: the kernel kills the process (range_stack thread did so
+ * every time).  The threads install it from the park handler; once per
+ * thread, as the engine keeps the stacks it gave.  That handler ran on the
+ * thread's own stack, and rt_sigreturn reads its frame there after the
+ * release: protected by then, the frame could not be read and the kernel
+ * killed the process (strace: the SI_KERNEL SIGSEGV right after the
+ * sigaltstack call).  A second park, delivered on the new stacks and only
+ * once the first handler has returned (the park signal is blocked inside
+ * it), waits for that.
+ *
+ * A park leaves behind a thread that does not answer within its bound (200
+ * ms): with no stack yet, or still in the first handler, such a thread was
+ * killed the same way once the pages were protected (range_stack thread, 1
+ * CI pass in 10 on a loaded machine; every run with the bound at 0).  So the
+ * pair is made again until a pair has no laggard, for 2 s at most, and then
+ * the start fails: an error the caller can retry, not a killed process.
+ * Threads that block the park signal cannot be handed a stack by any park
+ * and are not waited for (watch_park_blocked). */
+#define ALTSTACK_HANDOVER_NS (2L * 1000 * 1000 * 1000)
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int hand_out_altstacks(char *why, size_t len)
+{
+	int self = watch_sys_gettid(), lacking = watch_signal_thread_lacking_altstack();
+	if (!lacking)
+		return 0;
+	int64_t start = monotonic_ns();
+	int pairs = 0;
+	while (lacking) {
+		watch_park_run_in_others(self, watch_signal_ensure_altstack_uc);
+		/* Only a thread that answered this second park has returned from
+		 * the first handler. */
+		uint64_t timeouts = watch_park_timeouts();
+		watch_park_run_in_others(self, NULL);
+		pairs++;
+		int drained = watch_park_timeouts() == timeouts;
+		lacking = watch_signal_thread_lacking_altstack();
+		if (lacking < 0)
+			return 0; /* no task list: one pair, as many as can be known */
+		if (!lacking && drained)
+			return 0;
+		if (!lacking)
+			lacking = -1; /* each has one; a laggard may be in the first handler */
+		if (monotonic_ns() - start >= ALTSTACK_HANDOVER_NS)
+			break;
+	}
+	if (lacking > 0)
+		set_why(why, len,
+		        "pagetrap: thread %d did not take a signal stack of the engine's in %d tries over %.1f s (not "
+		        "scheduled: a loaded machine?); watching now could kill the process if its stack is watched: "
+		        "try the start again",
+		        lacking, pairs, (double)(monotonic_ns() - start) / 1e9);
+	else
+		set_why(why, len,
+		        "pagetrap: a thread did not answer the engine's signal in %d tries over %.1f s (not scheduled: a "
+		        "loaded machine?), and may still be running a handler on its own stack; watching now could kill "
+		        "the process if that stack is watched: try the start again",
+		        pairs, (double)(monotonic_ns() - start) / 1e9);
+	return -EAGAIN;
+}
+
 static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 {
 	struct watch_request req = s->req;
@@ -942,23 +1013,10 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	memcpy(civ, req.code_pair, ncode * sizeof *civ);
 
 	uint64_t old = watch_pages_thread_lock();
-	/* Every thread runs its handlers on a signal stack of the engine's
-	 * before any data page is protected: the pages may be a thread's own
-	 * stack (a local array of another thread, memory given to
-	 * pthread_attr_setstack), and a thread faulting on its stack with no
-	 * alternate one cannot be sent the signal at all: the kernel kills the
-	 * process (range_stack thread did so every time).  The threads install
-	 * it from the park handler; once per thread, as the engine keeps the
-	 * stacks it gave.  That handler ran on the thread's own stack, and
-	 * rt_sigreturn reads its frame there after the release: protected by
-	 * then, the frame could not be read and the kernel killed the process
-	 * (strace: the SI_KERNEL SIGSEGV right after the sigaltstack call).  A
-	 * second park, delivered on the new stacks and only once the first
-	 * handler has returned (the park signal is blocked inside it), waits
-	 * for that. */
-	if (nint && !__libc_single_threaded && watch_signal_threads_lack_altstack()) {
-		watch_park_run_in_others(watch_sys_gettid(), watch_signal_ensure_altstack_uc);
-		watch_park_run_in_others(watch_sys_gettid(), NULL);
+	err = nint && !__libc_single_threaded ? hand_out_altstacks(why, len) : 0;
+	if (err) {
+		watch_pages_thread_unlock(old);
+		return err;
 	}
 	struct pt_slot *slot = NULL;
 	for (unsigned i = 0; i < PT_MAX_SESSIONS && !slot; i++)

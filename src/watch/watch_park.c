@@ -42,6 +42,7 @@ struct park_state {
 	_Atomic uint32_t ack_seq;  /* bumped on every acknowledgement; futex word */
 	_Atomic uint64_t timeouts;
 	_Atomic uint64_t unparkable; /* targets that blocked the park signal when polled */
+	_Atomic int64_t timeout_ns;  /* 0: PARK_TIMEOUT_NS (watch_park_set_timeout_ns) */
 	void (*_Atomic on_park)(void *uctx); /* watch_park_run_in_others: run by each parked thread */
 	unsigned ntargets;
 	struct park_target targets[PARK_MAX_THREADS];
@@ -107,6 +108,12 @@ uint64_t watch_park_unparkable(void)
 uint64_t watch_park_timeouts(void)
 {
 	return atomic_load(&P.timeouts);
+}
+
+int64_t watch_park_set_timeout_ns(int64_t ns)
+{
+	int64_t old = atomic_exchange(&P.timeout_ns, ns < 0 ? 0 : ns ? ns : 1);
+	return old ? old : PARK_TIMEOUT_NS;
 }
 
 void watch_park_state_range(uintptr_t *lo, uintptr_t *hi)
@@ -253,6 +260,11 @@ static int blocks_park_signal(int tid)
 	return 0;
 }
 
+int watch_park_blocked(int tid)
+{
+	return P.ready && blocks_park_signal(tid);
+}
+
 int watch_park_others(int self)
 {
 	if (!P.ready || *P.single_threaded)
@@ -274,7 +286,9 @@ int watch_park_others(int self)
 			if (watch_sys_tgkill(P.pid, atomic_load(&t->tid), watch_park_signal()) < 0)
 				atomic_store(&t->acked, g); /* gone already */
 		}
-		int64_t start = now_ns(), last_poll = start;
+		int64_t start = now_ns(), last_poll = start, timeout = atomic_load(&P.timeout_ns);
+		if (!timeout)
+			timeout = PARK_TIMEOUT_NS;
 		for (;;) {
 			uint32_t seq = atomic_load(&P.ack_seq);
 			unsigned waiting = 0;
@@ -300,7 +314,7 @@ int watch_park_others(int self)
 					}
 				}
 			}
-			if (t - start >= PARK_TIMEOUT_NS) {
+			if (t - start >= timeout) {
 				atomic_fetch_add(&P.timeouts, waiting);
 				for (unsigned i = 0; i < P.ntargets; i++)
 					if (gen_before(atomic_load(&P.targets[i].acked), g))

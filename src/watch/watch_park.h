@@ -45,10 +45,16 @@ int watch_park_run_in_others(int self, void (*fn)(void *uctx));
 /* The SA_SIGINFO handler to install for watch_park_signal(). */
 void watch_park_handler(int sig, siginfo_t *info, void *uctx);
 
-/* Threads that failed to acknowledge a park in time since start-up. */
 /* Targets found blocking the park signal (not waited for) since start. */
 uint64_t watch_park_unparkable(void);
+/* Threads that failed to acknowledge a park in time since start-up. */
 uint64_t watch_park_timeouts(void);
+/* Whether thread tid blocks the park signal now: no park reaches it.  Raw
+ * system calls (async-signal-safe), after watch_park_init. */
+int watch_park_blocked(int tid);
+/* Tests: how long a park waits for a thread (ns, 0 for at once, -1 for the
+ * default 200 ms); returns the bound before. */
+int64_t watch_park_set_timeout_ns(int64_t ns);
 
 void watch_park_state_range(uintptr_t *lo, uintptr_t *hi);
 

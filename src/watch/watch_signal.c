@@ -566,23 +566,24 @@ void watch_signal_ensure_altstack_uc(void *uctx)
 		((ucontext_t *)uctx)->uc_stack = ss;
 }
 
-int watch_signal_threads_lack_altstack(void)
+int watch_signal_thread_lacking_altstack(void)
 {
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
-		return 1;
-	int pid = watch_sys_getpid(), lack = 0;
+		return -1;
+	int pid = watch_sys_getpid(), lacking = 0;
 	struct dirent *e;
-	while (!lack && (e = readdir(d)) != NULL) {
+	while (!lacking && (e = readdir(d)) != NULL) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		int tid = atoi(e->d_name), found = 0;
 		for (int i = 0; i < ALTSTACK_SLOTS && !found; i++)
 			found = atomic_load(&engine->altstack_tid[i]) == tid;
-		lack = !found && watch_sys_tgkill(pid, tid, 0) == 0;
+		if (!found && watch_sys_tgkill(pid, tid, 0) == 0 && !watch_park_blocked(tid))
+			lacking = tid;
 	}
 	closedir(d);
-	return lack;
+	return lacking;
 }
 
 static void atfork_child(void)

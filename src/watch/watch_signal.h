@@ -120,9 +120,10 @@ void watch_signal_ensure_altstack(void);
  * outlives the handler's return; async-signal-safe (the park handler runs it:
  * watch_park_run_in_others). */
 void watch_signal_ensure_altstack_uc(void *uctx);
-/* Whether some thread of the process has none of the engine's signal stacks
- * (thread context). */
-int watch_signal_threads_lack_altstack(void);
+/* A thread of the process that has none of the engine's signal stacks and
+ * could be handed one (it does not block the park signal): its tid, 0 if
+ * there is none, -1 if the task list cannot be read.  Thread context. */
+int watch_signal_thread_lacking_altstack(void);
 
 /* State shared with the clients, valid after watch_signal_init(). */
 int watch_signal_mem_fd(void); /* /proc/self/mem, O_RDWR */
