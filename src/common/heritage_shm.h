@@ -39,6 +39,13 @@ enum heritage_daemon_seen {
 };
 enum heritage_daemon_seen heritage_daemon_seen(int32_t pid, uint64_t pidns, uint64_t pid_start);
 
+/* A daemon's heartbeat (CLOCK_BOOTTIME) ahead of a reader's clock by up to
+ * this is fresh: written after the reader took the time (make stress: a
+ * reader preempted between its clock read and its load called a live
+ * imcd's page stale).  Further ahead is not ours to explain (another time
+ * namespace?): not trusted. */
+#define HERITAGE_HEARTBEAT_AHEAD_NS 1000000000ULL
+
 /* Whether an object naming PID as its publisher belongs to another daemon
  * that is still alive: not ours to take.  (Our own pid: a restarted
  * daemon's object, or ours again.) */

@@ -109,10 +109,8 @@ static uint64_t intervals_or(uint64_t interval_ns, uint64_t n, uint64_t floor_ns
 int rpm_service_stale_at(uint64_t interval_ns, uint64_t heartbeat_ns, uint64_t now_ns,
                          enum heritage_daemon_seen daemon)
 {
-	/* A heartbeat ahead of now is not ours to explain (another time
-	 * namespace?): not trusted either. */
 	if (heartbeat_ns > now_ns)
-		return 1;
+		return heartbeat_ns - now_ns > HERITAGE_HEARTBEAT_AHEAD_NS;
 	uint64_t age = now_ns - heartbeat_ns;
 	if (age > intervals_or(interval_ns, RPM_SERVICE_HUNG_INTERVALS, RPM_SERVICE_HUNG_MIN_NS))
 		return 1;

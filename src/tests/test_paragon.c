@@ -598,7 +598,11 @@ START_TEST(test_service_stale)
 	ck_assert(!rpm_service_stale_at(1 * s, hb, hb + 100 * s, 1));
 	ck_assert(rpm_service_stale_at(1 * s, hb, hb + 100 * s + 1, 1));
 	ck_assert(!rpm_service_stale_at(UINT64_MAX / 2, 0, UINT64_MAX, 0)); /* no overflow */
-	ck_assert(rpm_service_stale_at(10 * ms, hb, hb - 1, 1)); /* from the future */
+	/* Published after the reader took the time: fresh; far ahead: not
+	 * trusted. */
+	ck_assert(!rpm_service_stale_at(10 * ms, hb, hb - 1, 1));
+	ck_assert(!rpm_service_stale_at(10 * ms, hb, hb - s, 1));
+	ck_assert(rpm_service_stale_at(10 * ms, hb, hb - s - 1, 1));
 	/* Seen gone for certain (same pid namespace): after 2 intervals, no
 	 * floor. */
 	ck_assert(!rpm_service_stale_at(10 * ms, hb, hb + 20 * ms, HERITAGE_DAEMON_GONE));
