@@ -8,6 +8,8 @@
  *    PAPI_read's delta equals the object's big-endian counter's delta at
  *    the event's offset (from the event's description, "event=0x80"), and
  *    both processes read the same counter value at the same time.
+ *    Then imcd is killed under a running set: its reads fail, saying the
+ *    counts are frozen, and PAPI_reset moves it onto this process's page.
  * 2. Without imcd, the process's own engine counts the nest event: the
  *    modelled PowerBus clock, count x scale 256 / 2 GHz = elapsed wall
  *    time within one collection period.
@@ -27,6 +29,7 @@
  *    PAPI_ECNFLCT naming that pid; core and thread events in one set too.
  * Needs no perf: every event here is fed by clocks (imc(3)).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -182,13 +185,13 @@ static int nest_reader(int role, int to_peer, int from_peer)
 	return heritage_test_done(role ? "imc_accum reader 1" : "imc_accum reader 0");
 }
 
-static pid_t start_imcd(const char *imcd, const char *pidfile)
+static pid_t start_imcd(const char *imcd, const char *pidfile, const char *speed)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
 		char opt[600];
 		snprintf(opt, sizeof opt, "--pidfile=%s", pidfile);
-		execl(imcd, imcd, "-f", "--speed=7", opt, (char *)NULL);
+		execl(imcd, imcd, "-f", speed, opt, (char *)NULL);
 		perror(imcd);
 		_exit(127);
 	}
@@ -206,12 +209,14 @@ static pid_t start_imcd(const char *imcd, const char *pidfile)
 	return -1;
 }
 
+static void killed_under_a_set(const char *imcd, const char *pidfile);
+
 static void two_processes(const char *imcd)
 {
 	char pidfile[512];
 	const char *tmp = getenv("TMPDIR");
 	snprintf(pidfile, sizeof pidfile, "%s/imc_accum-imcd-%d.pid", tmp && *tmp ? tmp : P_tmpdir, (int)getpid());
-	pid_t d = start_imcd(imcd, pidfile);
+	pid_t d = start_imcd(imcd, pidfile, "--speed=7");
 	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
 	if (d <= 0)
 		return;
@@ -234,6 +239,93 @@ static void two_processes(const char *imcd)
 	waitpid(d, &st, 0);
 	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "imcd ended with status %#x", st);
 	EXPECT(access(object, F_OK) != 0, "imcd left %s behind", object);
+	killed_under_a_set(imcd, pidfile);
+}
+
+/* ---- 1b: imcd killed under a running set ---------------------------------------------- */
+/* A read is a load of imcd's page, which keeps its last values when imcd
+ * dies: the set read them for good and said nothing.  Its reads fail now,
+ * saying so, once imcd's heartbeat is 2 periods late (64 ms each here);
+ * PAPI_stop too, as PAPI reads before it stops; PAPI_reset moves the set
+ * onto this process's own nest page, which counts on. */
+static int reader_across_kill(int to_main, int from_main)
+{
+	init_papi();
+	int es = set_of(PB_CYC, NULL);
+	long long v = 0;
+	CHECK_PAPI(PAPI_start(es));
+	struct timespec d = { 0, 300000000 };
+	nanosleep(&d, NULL);
+	CHECK_PAPI(PAPI_read(es, &v));
+	EXPECT(v > 0, "PM_PB_CYC %lld from imcd's page after 0.3 s", v);
+	char c = 's';
+	if (write(to_main, &c, 1) != 1 || read(from_main, &c, 1) != 1) /* imcd killed and reaped */
+		return 1;
+	double t0 = now_s(CLOCK_MONOTONIC), failed_at = -1;
+	int rc = PAPI_OK;
+	while (rc == PAPI_OK && now_s(CLOCK_MONOTONIC) - t0 < 5) {
+		rc = PAPI_read(es, &v);
+		if (rc == PAPI_OK)
+			usleep(5000);
+	}
+	failed_at = now_s(CLOCK_MONOTONIC) - t0;
+	EXPECT(rc == PAPI_ESYS && strstr(papi_heritage_last_error(), "frozen"),
+	       "PAPI_read of a killed imcd's page for %.1f s: %s, %s", failed_at, PAPI_strerror(rc),
+	       papi_heritage_last_error());
+	printf("imcd killed: PAPI_read failed %.3f s after: %s\n", failed_at, papi_heritage_last_error());
+	rc = PAPI_read(es, &v);
+	EXPECT(rc == PAPI_ESYS, "a second PAPI_read: %s (it must not turn silent)", PAPI_strerror(rc));
+	rc = PAPI_stop(es, &v);
+	EXPECT(rc == PAPI_ESYS, "PAPI_stop on frozen counts: %s", PAPI_strerror(rc));
+	CHECK_PAPI(PAPI_reset(es));
+	double r0 = now_s(CLOCK_MONOTONIC);
+	nanosleep(&d, NULL);
+	CHECK_PAPI(PAPI_stop(es, &v));
+	double got = v * 256.0 / 2e9, took = now_s(CLOCK_MONOTONIC) - r0;
+	printf("after PAPI_reset: PM_PB_CYC %lld = %.3f s of a 2 GHz clock over %.3f s\n", v, got, took);
+	/* This process's page: up to one period (speed 7 here: 1 s) stale at
+	 * the stop's read, and not ahead of the wall clock. */
+	EXPECT(v >= 0 && got <= took + 0.001, "PM_PB_CYC %.3f s after PAPI_reset, over %.3f s", got, took);
+	CHECK_PAPI(PAPI_cleanup_eventset(es));
+	CHECK_PAPI(PAPI_destroy_eventset(&es));
+	return heritage_test_done("imc_accum reader across imcd's death");
+}
+
+static void killed_under_a_set(const char *imcd, const char *pidfile)
+{
+	pid_t d = start_imcd(imcd, pidfile, "--speed=5");
+	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
+	if (d <= 0)
+		return;
+	int to_main[2], from_main[2];
+	if (pipe(to_main) != 0 || pipe(from_main) != 0)
+		exit(1);
+	pid_t r = fork();
+	if (r == 0)
+		_exit(reader_across_kill(to_main[1], from_main[0]));
+	char c;
+	int started = read(to_main[0], &c, 1) == 1;
+	kill(d, SIGKILL);
+	waitpid(d, NULL, 0); /* reaped: gone, not a zombie, to heritage_daemon_seen */
+	if (started && write(from_main[1], "k", 1) != 1)
+		exit(1);
+	int st;
+	waitpid(r, &st, 0);
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader across imcd's death failed (status %#x)", st);
+	/* A killed imcd leaves its objects and pid file. */
+	unlink(pidfile);
+	char prefix[256];
+	snprintf(prefix, sizeof prefix, "%s-chip", getenv("PAPI_HERITAGE_IMC_SHM"));
+	DIR *dir = opendir("/dev/shm");
+	struct dirent *e;
+	while (dir && (e = readdir(dir)) != NULL)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+			char path[512];
+			snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+			unlink(path);
+		}
+	if (dir)
+		closedir(dir);
 }
 
 /* ---- 2: the process's own nest page ------------------------------------------------------ */

@@ -46,7 +46,9 @@
  *     ~1.5 s while two readers read imc:::nest_powerbus0_imc::PM_PB_CYC:cpu=0:
  *     monotone, never more than the wall time at the nest clock allows
  *     (nothing doubled), and, inside one imcd's life, equal to the delta of
- *     imcd's own counter in its object (nothing lost, nothing doubled);
+ *     imcd's own counter in its object (nothing lost, nothing doubled); a
+ *     read after imcd's death fails, saying the counts are frozen, and
+ *     PAPI_reset moves the set on;
  *     as root, rpmd (--rpmd) is killed and restarted every ~1.5 s while an
  *     unprivileged reader process counts rpms_dat through its service page
  *     (rpmd_reader_main says what is checked).
@@ -105,7 +107,7 @@ static double deadline;
 static __thread const char *role = "main"; /* which thread, for a stray signal's message */
 static atomic_int failures;
 static atomic_long ops[NCOMP], reads[NCOMP], foreign_refusals, wraps_live, forks, execs, segv_served, trap_served,
-	fpe_served, imcd_kills, nest_reads, nest_sets, nest_strict, rpms_dat_checked, fork_rounds;
+	fpe_served, imcd_kills, nest_reads, nest_sets, nest_strict, nest_frozen, rpms_dat_checked, fork_rounds;
 static int usable[NCOMP], worker_only_skip[NCOMP];
 static atomic_long pm_any_ns, pm_cpu_ns; /* profileme soft: samples x period, and CPU time, over the run */
 static char skip_why[NCOMP][600];
@@ -789,6 +791,24 @@ static uint64_t be_load(const volatile uint8_t *page, unsigned long off)
 	return v;
 }
 
+/* A nest read that failed: loudly, because imcd, whose page the set read,
+ * was killed since the set started (the counts froze; they read the same
+ * for good before); PAPI_reset must move the set on.  1 if both held. */
+static int nest_frozen_and_rebased(int set, int gen_at_start, int rc)
+{
+	int gen, alive;
+	double born;
+	imcd_epoch(&gen, &born, &alive);
+	const char *why = papi_heritage_last_error();
+	if (!(rc == PAPI_ESYS && strstr(why, "frozen") && (gen != gen_at_start || !alive))) {
+		FAIL("nest reader: a read failed with imcd %s since the start: %s, %s",
+		     gen != gen_at_start || !alive ? "killed" : "alive", PAPI_strerror(rc), why);
+		return 0;
+	}
+	atomic_fetch_add(&nest_frozen, 1);
+	return PAPI_OR_FAIL(PAPI_reset(set)) == PAPI_OK;
+}
+
 /* Reads PM_PB_CYC for up to 300 ms.  Always: monotone, and never more than
  * the nest clock allows (nothing doubled).  Inside one imcd's life that began
  * before PAPI_start: PAPI_read equals the delta of imcd's own big-endian
@@ -833,8 +853,18 @@ static void *nest_main(void *unused)
 		for (int r = 0; r < 30; r++) {
 			pause_ms(10);
 			uint64_t r1 = page ? be_load(page, nest_offset) : 0;
-			if (PAPI_OR_FAIL(PAPI_read(set, &v)) != PAPI_OK)
-				break;
+			int rc = PAPI_read(set, &v);
+			if (rc != PAPI_OK) {
+				if (!nest_frozen_and_rebased(set, g0, rc))
+					break;
+				/* From 0 again, on another page than the one mapped here. */
+				if (page)
+					munmap((void *)page, page_len);
+				page = NULL;
+				prev = 0;
+				w0 = now_s(CLOCK_MONOTONIC);
+				continue;
+			}
 			uint64_t r1b = page ? be_load(page, nest_offset) : 1;
 			double w = now_s(CLOCK_MONOTONIC) - w0;
 			imcd_epoch(&g1, &b1, &alive1);
@@ -857,7 +887,13 @@ static void *nest_main(void *unused)
 			prev = v;
 			atomic_fetch_add(&nest_reads, 1);
 		}
-		PAPI_OR_FAIL(PAPI_stop(set, &v));
+		int rc = PAPI_stop(set, &v);
+		/* imcd killed since the last read: its reads (PAPI_stop's too)
+		 * fail until PAPI_reset moves the set on; killed again in
+		 * between (1.5 s apart): again. */
+		for (int round = 0; rc != PAPI_OK && round < 5 && nest_frozen_and_rebased(set, g0, rc); round++)
+			rc = PAPI_stop(set, &v);
+		CHECK(rc == PAPI_OK, "nest reader: PAPI_stop: %s, %s", PAPI_strerror(rc), papi_heritage_last_error());
 		drop(&set);
 		if (page)
 			munmap((void *)page, page_len);
@@ -1388,7 +1424,8 @@ int main(int argc, char **argv)
 		atomic_store(&ops[c], 0), atomic_store(&reads[c], 0);
 	atomic_store(&wraps_live, 0), atomic_store(&foreign_refusals, 0), atomic_store(&forks, 0), atomic_store(&execs, 0);
 	atomic_store(&segv_served, 0), atomic_store(&trap_served, 0), atomic_store(&fpe_served, 0);
-	atomic_store(&imcd_kills, 0), atomic_store(&nest_reads, 0), atomic_store(&nest_sets, 0), atomic_store(&nest_strict, 0);
+	atomic_store(&imcd_kills, 0), atomic_store(&nest_reads, 0), atomic_store(&nest_sets, 0), atomic_store(&nest_strict, 0),
+	    atomic_store(&nest_frozen, 0);
 	atomic_store(&rpms_dat_checked, 0), atomic_store(&fork_rounds, 0);
 	atomic_store(&pm_any_ns, 0), atomic_store(&pm_cpu_ns, 0);
 	int fd0 = count_fds(NULL, 0), maps0, files0, imcd0;
@@ -1464,9 +1501,9 @@ int main(int argc, char **argv)
 		printf(" %s %ld", comp_name[c], atomic_load(&ops[c]));
 	printf("\n");
 	printf("stress: reads checked: itanium2 %ld, paragon_rpm %ld (rpms_dat %ld), imc nest %ld in %ld sets (%ld equal "
-	       "to imcd's own counter)\n",
+	       "to imcd's own counter, %ld loud refusals of a killed imcd's frozen counts, each moved on by PAPI_reset)\n",
 	       atomic_load(&reads[C_IT2]), atomic_load(&reads[C_RPM]), atomic_load(&rpms_dat_checked), atomic_load(&nest_reads),
-	       atomic_load(&nest_sets), atomic_load(&nest_strict));
+	       atomic_load(&nest_sets), atomic_load(&nest_strict), atomic_load(&nest_frozen));
 	printf("stress: wraps: %ld of alpha21064's 12-bit counter, live (10^6 per counter width: stress_wraps)\n",
 	       atomic_load(&wraps_live));
 	if (atomic_load(&pm_cpu_ns) > 0)

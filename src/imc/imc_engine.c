@@ -425,7 +425,7 @@ static void page_free(struct imc_page *p)
 	free(p->feeds);
 	free(p->points);
 	if (p->published)
-		imc_shm_remove(p->path, p->ino);
+		imc_shm_retire(p->mem, (uint32_t)p->size, p->path, p->ino);
 	if (p->mem)
 		munmap(p->mem, p->map_size);
 	free(p);
@@ -1221,6 +1221,23 @@ unsigned imc_engine_retired_pages(struct imc_engine *e)
 		n++;
 	pthread_mutex_unlock(&e->lock);
 	return n;
+}
+
+int imc_counter_remote(const struct imc_counter *c)
+{
+	return c->page && c->page->remote;
+}
+
+int imc_counter_imcd_stale(const struct imc_counter *c, uint64_t now_ns, char *why, size_t len)
+{
+	const struct imc_page *p = c->page;
+	if (!p || !p->remote)
+		return 0;
+	const struct imc_shm_header *h = imc_shm_header(p->mem, (uint32_t)p->size);
+	if (!imc_shm_stale(h, now_ns))
+		return 0;
+	imc_shm_stale_why(h, now_ns, why, len);
+	return 1;
 }
 
 int imc_engine_sync(struct imc_engine *e, const struct imc_counter *c)

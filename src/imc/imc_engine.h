@@ -156,6 +156,11 @@ static inline uint64_t imc_counter_load(const struct imc_counter *c)
 {
 	return imc_be_load(c->word);
 }
+/* Whether c is a counter of imcd's page (read-only here). */
+int imc_counter_remote(const struct imc_counter *c);
+/* Whether c is a counter of imcd's page that imcd no longer updates (its
+ * heartbeat, imc_shm_stale): its value is frozen.  1 with why, else 0. */
+int imc_counter_imcd_stale(const struct imc_counter *c, uint64_t now_ns, char *why, size_t len);
 /* Update c's page now (what PAPI_stop does, so that the final value is not
  * one period stale).  A page imcd serves cannot be forced: 0, and its value
  * is at most one of imcd's periods old. */

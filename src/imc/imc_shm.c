@@ -58,8 +58,10 @@ int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns)
 {
 	uint64_t hb = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
 	uint64_t period = __atomic_load_n(&h->period_ns, __ATOMIC_RELAXED);
+	if (hb == 0)
+		return 1; /* imcd stopped (imc_shm_retire) */
 	if (hb > now_ns)
-		return 1;
+		return hb - now_ns > HERITAGE_HEARTBEAT_AHEAD_NS;
 	uint64_t age = now_ns - hb;
 	if (age > IMC_SHM_HUNG_MIN_NS)
 		return 1;
@@ -123,9 +125,9 @@ int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size,
 		         path, (int)h->pid);
 	} else if (imc_shm_stale(h, imc_shm_boottime_ns())) {
 		err = -ESTALE;
-		snprintf(why, len, "%s: stale: imcd (pid %d) %s and has not updated it for %.1f s", path, (int)h->pid,
-		         heritage_pid_alive(h->pid) ? "is alive (stopped or hung?)" : "is gone",
-		         (double)(imc_shm_boottime_ns() - h->heartbeat_ns) / 1e9);
+		char stale[256];
+		imc_shm_stale_why(h, imc_shm_boottime_ns(), stale, sizeof stale);
+		snprintf(why, len, "%s: stale: %s", path, stale);
 	}
 	if (err) {
 		munmap(m, total);
@@ -173,7 +175,29 @@ int imc_shm_create(const char *path, unsigned chip, uint32_t offset, uint32_t si
 	return 0;
 }
 
+void imc_shm_stale_why(const struct imc_shm_header *h, uint64_t now_ns, char *why, size_t len)
+{
+	uint64_t hb = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
+	if (hb == 0)
+		snprintf(why, len, "imcd (pid %d) stopped and removed its pages", (int)h->pid);
+	else if (hb > now_ns)
+		snprintf(why, len, "imcd (pid %d)'s heartbeat is %.1f s ahead of this process's clock", (int)h->pid,
+		         (double)(hb - now_ns) / 1e9);
+	else
+		snprintf(why, len, "imcd (pid %d) %s and has not updated its page for %.1f s", (int)h->pid,
+		         heritage_pid_alive(h->pid) ? "is alive (stopped or hung?)" : "is gone",
+		         (double)(now_ns - hb) / 1e9);
+}
+
 void imc_shm_remove(const char *path, ino_t ino)
 {
 	heritage_shm_remove(path, ino);
+}
+
+void imc_shm_retire(uint8_t *mem, uint32_t size, const char *path, ino_t ino)
+{
+	/* Readers still mapping it see at once that nothing updates it now
+	 * (imc_shm_stale), instead of 2 periods on. */
+	__atomic_store_n(&imc_shm_header(mem, size)->heartbeat_ns, 0, __ATOMIC_RELEASE);
+	imc_shm_remove(path, ino);
 }

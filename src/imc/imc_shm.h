@@ -73,7 +73,12 @@ static inline struct imc_shm_header *imc_shm_header(uint8_t *mem, uint32_t size)
 {
 	return (struct imc_shm_header *)(mem + size);
 }
+/* Daemon, stopping: the heartbeat to 0 (stale to every reader at once),
+ * then the object removed. */
+void imc_shm_retire(uint8_t *mem, uint32_t size, const char *path, ino_t ino);
 /* Whether a header is stale at now (pure but for heritage_daemon_seen). */
 int imc_shm_stale(const struct imc_shm_header *h, uint64_t now_ns);
+/* Why it is: "imcd (pid N) is gone and has not updated it for S s"... */
+void imc_shm_stale_why(const struct imc_shm_header *h, uint64_t now_ns, char *why, size_t len);
 
 #endif

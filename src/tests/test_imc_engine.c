@@ -544,8 +544,15 @@ START_TEST(daemon_restart_unmaps)
 	struct imc_counter c;
 	ck_assert_int_eq(imc_engine_arm(r, E_PB_CYC, 0, &c), 0); /* a set runs on the first imcd's page */
 	unsigned base = count_maps_of(path);
+	char why[256] = "";
+	ck_assert(imc_counter_remote(&c));
+	ck_assert_int_eq(imc_counter_imcd_stale(&c, imc_shm_boottime_ns(), why, sizeof why), 0);
 	for (int restart = 0; restart < 5; restart++) {
 		imc_engine_destroy(d);
+		/* A stopping imcd zeroes its heartbeat: frozen to its readers at
+		 * once, not 2 periods on (imc_set_read fails on it). */
+		ck_assert_int_eq(imc_counter_imcd_stale(&c, imc_shm_boottime_ns(), why, sizeof why), 1);
+		ck_assert_msg(strstr(why, "stopped and removed its pages"), "%s", why);
 		d = fake_engine(IMC_ENGINE_DAEMON);
 		ck_assert_int_eq(imc_engine_check_nest(r), 0); /* a set starts: the new page */
 		ck_assert_int_eq(imc_engine_nest_shared(r), 1);
@@ -589,6 +596,15 @@ START_TEST(stale_by_what_is_seen)
 	ck_assert(imc_shm_stale(&h, hb + 60 * s + 1));
 	h.pid_start++;
 	ck_assert(imc_shm_stale(&h, hb + 8 * ms + 1));
+	/* A pass written after the reader took the time: fresh (make stress
+	 * called a live imcd's page stale so); far ahead, or 0 (imcd
+	 * stopped): stale. */
+	h.pid_start--;
+	ck_assert(!imc_shm_stale(&h, hb - 3 * ms));
+	ck_assert(!imc_shm_stale(&h, hb - s));
+	ck_assert(imc_shm_stale(&h, hb - s - 1));
+	h.heartbeat_ns = 0;
+	ck_assert(imc_shm_stale(&h, hb));
 }
 END_TEST
 
