@@ -503,8 +503,5 @@ int main(int argc, char **argv)
 	own_nest();
 	speeds();
 	exclusive();
-	char modes[256];
-	snprintf(modes, sizeof modes, "/dev/shm/%s-modes", getenv("PAPI_HERITAGE_IMC_SHM"));
-	unlink(modes);
 	return heritage_test_done("imc_accum");
 }

@@ -6,15 +6,25 @@
  * it, further users of the same domain share it, a user of another domain
  * gets -EBUSY while any holder lives (facilities.md §4(b)).
  *
- * Here the registry is a POSIX shared-memory object, /dev/shm/<name>-modes
- * (<name>: PAPI_HERITAGE_IMC_SHM, default papi-heritage-imc), mode 0666 so
- * that every account's processes see one another: one slot per holding
- * process {pid, domain}, a lock word holding the locker's pid, and slots or
- * a lock of a process that no longer exists taken back by the next user
- * (kill(pid, 0); EPERM counts as alive).  Within a process, sets share the
- * process's slot by reference count.  Nest is never exclusive.  Anyone may
- * write the object (like rpm's mesh object): a hostile local account can
- * claim a domain; the refusal then names its pid.
+ * Here each holding process publishes a claim of its own, a POSIX
+ * shared-memory object /dev/shm/<name>-mode-<pid>-<k> (<name>:
+ * PAPI_HERITAGE_IMC_SHM, default papi-heritage-imc; k: the first of 8 names
+ * it can take), mode 0644, filled under a private name and renamed into
+ * place, removed at its last release: {domain, pid, the pid's start time}.
+ * A claim counts while its pid lives with that start time and runs as the
+ * object's owner: an account can claim only for its own processes, as it
+ * could by running one, and cannot change or remove another account's
+ * claims (/dev/shm is sticky).  A claimant publishes first, then looks for
+ * live claims of other domains and withdraws if it finds one, so that two
+ * processes claiming conflicting domains at once never both hold (both may
+ * refuse).  Claims of dead processes are ignored, and removed by the next
+ * claimant of their account.  Within a process, sets share its claim by
+ * reference count.  Nest is never exclusive.
+ *
+ * It replaces one registry object for all, /dev/shm/<name>-modes, mode
+ * 0666: any account could hold its lock for good, forge or wipe holders,
+ * or corrupt it, and so refuse every account's core, thread and trace
+ * events.
  */
 #ifndef HERITAGE_IMC_MODE_H
 #define HERITAGE_IMC_MODE_H

@@ -20,6 +20,8 @@
 #include "imc/imc_trace.h"
 
 #include <check.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -608,18 +610,40 @@ START_TEST(stale_by_what_is_seen)
 }
 END_TEST
 
+/* A claim as imc_mode.c writes it, for the forgeries below. */
+struct claim_image {
+	uint32_t magic, version, domain;
+	int32_t pid;
+	uint64_t pid_start;
+};
+
+static void plant_claim(const char *path, int32_t pid, uint32_t domain, size_t size)
+{
+	struct claim_image c = { 0x494d4343U, 1, domain, pid, heritage_pid_start(pid) };
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, &c, size), (ssize_t)size);
+	close(fd);
+}
+
 START_TEST(exclusive_domains)
 {
 	private_shm();
-	char reg[128];
-	snprintf(reg, sizeof reg, "/%s-modes", getenv("PAPI_HERITAGE_IMC_SHM"));
+	char own[256];
+	snprintf(own, sizeof own, "/dev/shm/%s-mode-%d-0", getenv("PAPI_HERITAGE_IMC_SHM"), (int)getpid());
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_THREAD), 0);
+	/* This process's own claim: readable by all, writable by its owner only. */
+	struct stat st;
+	ck_assert_int_eq(stat(own, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0644);
+	ck_assert_uint_eq(st.st_uid, geteuid());
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_THREAD), 0); /* shared by its users */
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_CORE), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(heritage_last_error(), "thread_imc is in use by this process"));
 	imc_excl_release(IMC_EXCL_THREAD);
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_TRACE), -EBUSY);
 	imc_excl_release(IMC_EXCL_THREAD);
+	ck_assert_int_ne(access(own, F_OK), 0); /* withdrawn at the last release */
 	/* Another process holds core_imc. */
 	int go[2];
 	ck_assert_int_eq(pipe(go), 0);
@@ -638,14 +662,52 @@ START_TEST(exclusive_domains)
 	char want[64];
 	snprintf(want, sizeof want, "core_imc is in use by pid %d", (int)child);
 	ck_assert_msg(strstr(heritage_last_error(), want), "%s", heritage_last_error());
+	ck_assert_int_ne(access(own, F_OK), 0); /* the refused claim withdrawn */
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_CORE), 0); /* the same domain is shared */
 	imc_excl_release(IMC_EXCL_CORE);
-	/* It dies without releasing: its slot is taken back. */
+	/* It dies without releasing: its claim no longer counts, and goes. */
+	char childs[256];
+	snprintf(childs, sizeof childs, "/dev/shm/%s-mode-%d-0", getenv("PAPI_HERITAGE_IMC_SHM"), (int)child);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	ck_assert_int_eq(access(childs, F_OK), 0);
+	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_THREAD), 0);
+	ck_assert_int_ne(access(childs, F_OK), 0);
+	imc_excl_release(IMC_EXCL_THREAD);
+	/* Forgeries: a claim for a process of another account (pid 1 runs as
+	 * root; the claim is not root's), and a torn one, count for nothing. */
+	char forged[256], torn[256];
+	snprintf(forged, sizeof forged, "/dev/shm/%s-mode-1-0", getenv("PAPI_HERITAGE_IMC_SHM"));
+	snprintf(torn, sizeof torn, "/dev/shm/%s-mode-%d-5", getenv("PAPI_HERITAGE_IMC_SHM"), (int)getppid());
+	plant_claim(forged, 1, IMC_EXCL_CORE, sizeof(struct claim_image));
+	if (geteuid() == 0)
+		ck_assert_int_eq(chown(forged, 65534, 65534), 0);
+	plant_claim(torn, getppid(), IMC_EXCL_CORE, sizeof(struct claim_image) - 4);
 	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_THREAD), 0);
 	imc_excl_release(IMC_EXCL_THREAD);
-	shm_unlink(reg);
+	unlink(forged);
+	unlink(torn);
+	/* Across accounts (root only: it needs a second account): another
+	 * account's holder is honoured, and cannot remove this one's claim. */
+	if (geteuid() != 0) {
+		fprintf(stderr, "  exclusive_domains: the cross-account part needs root (a second account)\n");
+		return;
+	}
+	ck_assert_int_eq(imc_excl_acquire(IMC_EXCL_TRACE), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	child = fork();
+	if (child == 0) {
+		if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+			_exit(2);
+		int refused = imc_excl_acquire(IMC_EXCL_CORE) == -EBUSY;
+		int kept = unlink(own) != 0 && errno == EPERM;
+		_exit(refused && kept ? 0 : 1);
+	}
+	int status;
+	waitpid(child, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "uid 65534 beside root's trace_imc: status %#x", status);
+	ck_assert_int_eq(access(own, F_OK), 0);
+	imc_excl_release(IMC_EXCL_TRACE);
 }
 END_TEST
 
