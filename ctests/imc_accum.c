@@ -209,6 +209,14 @@ static pid_t start_imcd(const char *imcd, const char *pidfile, const char *speed
 	return -1;
 }
 
+/* imcd at speed, publishing: its pid, or -1 (the failure counted). */
+static pid_t imcd_up(const char *imcd, const char *pidfile, const char *speed)
+{
+	pid_t d = start_imcd(imcd, pidfile, speed);
+	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
+	return d;
+}
+
 static void killed_under_a_set(const char *imcd, const char *pidfile);
 
 static void two_processes(const char *imcd)
@@ -216,8 +224,7 @@ static void two_processes(const char *imcd)
 	char pidfile[512];
 	const char *tmp = getenv("TMPDIR");
 	snprintf(pidfile, sizeof pidfile, "%s/imc_accum-imcd-%d.pid", tmp && *tmp ? tmp : P_tmpdir, (int)getpid());
-	pid_t d = start_imcd(imcd, pidfile, "--speed=7");
-	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
+	pid_t d = imcd_up(imcd, pidfile, "--speed=7");
 	if (d <= 0)
 		return;
 	int a2b[2], b2a[2];
@@ -293,8 +300,7 @@ static int reader_across_kill(int to_main, int from_main)
 
 static void killed_under_a_set(const char *imcd, const char *pidfile)
 {
-	pid_t d = start_imcd(imcd, pidfile, "--speed=5");
-	EXPECT(d > 0, "imcd (%s) did not publish %s within 5 s", imcd, object);
+	pid_t d = imcd_up(imcd, pidfile, "--speed=5");
 	if (d <= 0)
 		return;
 	int to_main[2], from_main[2];

@@ -283,13 +283,14 @@ static int engine_counter(const struct imc_set *s, unsigned i)
 	return (int)i != s->trace_pos && !s->perf[i];
 }
 
-/* The first of the set's counters on imcd's pages that imcd no longer
- * updates (killed, stopped, hung), or -1.  A read is a load of its page,
- * which keeps its last values: the read said nothing, and a set running
- * across imcd's death read the same counts for good (paragon_rpm's reads
- * fail loudly in that case).  A clock read and a header load per read;
- * the pid is looked up only once the heartbeat is 2 periods late. */
-static int frozen_counter(const struct imc_set *s, char *why, size_t len)
+/* Whether one of the set's counters is on an imcd page that imcd no
+ * longer updates (killed, stopped, hung); why says which.  A read is a
+ * load of its page, which keeps its last values: the read said nothing,
+ * and a set running across imcd's death read the same counts for good
+ * (paragon_rpm's reads fail loudly in that case).  A clock read, only for
+ * a set with counters on imcd's pages, and a header load per counter; the
+ * pid is looked up only once the heartbeat is 2 periods late. */
+static int any_frozen(const struct imc_set *s, char *why, size_t len)
 {
 	uint64_t now = 0;
 	for (unsigned i = 0; i < s->nevents; i++) {
@@ -298,17 +299,9 @@ static int frozen_counter(const struct imc_set *s, char *why, size_t len)
 		if (!now)
 			now = imc_shm_boottime_ns();
 		if (imc_counter_imcd_stale(&s->ctr[i], now, why, len))
-			return (int)i;
+			return 1;
 	}
-	return -1;
-}
-
-static int frozen_fail(const char *why)
-{
-	return heritage_fail(-ESTALE,
-	                     "imc: the set's nest counts come from imcd's pages, and %s: they are frozen since; "
-	                     "PAPI_reset counts on from a live source (a restarted imcd, or this process's own engine)",
-	                     why);
+	return 0;
 }
 
 int imc_set_read(struct imc_set *s)
@@ -320,8 +313,12 @@ int imc_set_read(struct imc_set *s)
 			if (engine_counter(s, i))
 				imc_engine_sync(engine, &s->ctr[i]);
 	char why[256];
-	if (frozen_counter(s, why, sizeof why) >= 0)
-		return frozen_fail(why);
+	if (any_frozen(s, why, sizeof why))
+		return heritage_fail(-ESTALE,
+		                     "imc: the set's nest counts come from imcd's pages, and %s: they are frozen since; "
+		                     "PAPI_reset counts on from a live source (a restarted imcd, or this process's own "
+		                     "engine)",
+		                     why);
 	take(s);
 	/* The hand-over: records reach an armed handler here. */
 	return s->trace_pos >= 0 ? imc_trace_set_read(&s->trace, &s->values[s->trace_pos]) : 0;
@@ -359,15 +356,17 @@ int imc_set_stop(struct imc_set *s)
 static int rearm_frozen(struct imc_set *s)
 {
 	char why[256];
-	if (!s->running || frozen_counter(s, why, sizeof why) < 0)
-		return 0;
-	int err = imc_engine_check_nest(engine);
-	if (err)
-		return err;
-	uint64_t now = imc_shm_boottime_ns();
-	for (unsigned i = 0; i < s->nevents && !err; i++) {
-		if (!engine_counter(s, i) || !imc_counter_imcd_stale(&s->ctr[i], now, why, sizeof why))
+	uint64_t now = 0;
+	int err = 0, moved = 0;
+	for (unsigned i = 0; s->running && i < s->nevents && !err; i++) {
+		if (!engine_counter(s, i) || !imc_counter_remote(&s->ctr[i]))
 			continue;
+		if (!now)
+			now = imc_shm_boottime_ns();
+		if (!imc_counter_imcd_stale(&s->ctr[i], now, why, sizeof why))
+			continue;
+		if (!moved++ && (err = imc_engine_check_nest(engine)) != 0)
+			break;
 		struct imc_counter live;
 		err = imc_engine_arm(engine, s->entry[i], s->cpu[i], &live);
 		if (!err) {
@@ -375,7 +374,7 @@ static int rearm_frozen(struct imc_set *s)
 			s->ctr[i] = live;
 		}
 	}
-	return err ? err : imc_engine_run(engine);
+	return err ? err : moved ? imc_engine_run(engine) : 0;
 }
 
 int imc_set_reset(struct imc_set *s)

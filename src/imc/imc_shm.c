@@ -123,11 +123,14 @@ int imc_shm_map(const char *path, unsigned chip, uint32_t offset, uint32_t size,
 		err = -EPROTO;
 		snprintf(why, len, "%s: imcd (pid %d) reads another catalog than this process (PAPI_HERITAGE_IMC_CATALOG?)",
 		         path, (int)h->pid);
-	} else if (imc_shm_stale(h, imc_shm_boottime_ns())) {
-		err = -ESTALE;
-		char stale[256];
-		imc_shm_stale_why(h, imc_shm_boottime_ns(), stale, sizeof stale);
-		snprintf(why, len, "%s: stale: %s", path, stale);
+	} else {
+		uint64_t now = imc_shm_boottime_ns();
+		if (imc_shm_stale(h, now)) {
+			err = -ESTALE;
+			char stale[256];
+			imc_shm_stale_why(h, now, stale, sizeof stale);
+			snprintf(why, len, "%s: stale: %s", path, stale);
+		}
 	}
 	if (err) {
 		munmap(m, total);

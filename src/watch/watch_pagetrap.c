@@ -941,7 +941,7 @@ static int hand_out_altstacks(char *why, size_t len)
 		return 0;
 	int64_t start = monotonic_ns();
 	int pairs = 0;
-	while (lacking) {
+	do {
 		watch_park_run_in_others(self, watch_signal_ensure_altstack_uc);
 		/* Only a thread that answered this second park has returned from
 		 * the first handler. */
@@ -954,18 +954,14 @@ static int hand_out_altstacks(char *why, size_t len)
 			return 0; /* no task list: one pair, as many as can be known */
 		if (!lacking && drained)
 			return 0;
-		if (!lacking)
-			lacking = -1; /* each has one; a laggard may be in the first handler */
-		if (monotonic_ns() - start >= ALTSTACK_HANDOVER_NS)
-			break;
-	}
-	if (lacking > 0)
+	} while (monotonic_ns() - start < ALTSTACK_HANDOVER_NS);
+	if (lacking)
 		set_why(why, len,
 		        "pagetrap: thread %d did not take a signal stack of the engine's in %d tries over %.1f s (not "
 		        "scheduled: a loaded machine?); watching now could kill the process if its stack is watched: "
 		        "try the start again",
 		        lacking, pairs, (double)(monotonic_ns() - start) / 1e9);
-	else
+	else /* each has one, but a laggard may still be in the first handler */
 		set_why(why, len,
 		        "pagetrap: a thread did not answer the engine's signal in %d tries over %.1f s (not scheduled: a "
 		        "loaded machine?), and may still be running a handler on its own stack; watching now could kill "

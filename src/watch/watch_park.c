@@ -304,7 +304,7 @@ static int blocks_park_signal(int tid)
 
 int watch_park_blocked(int tid)
 {
-	return P.ready && blocks_park_signal(tid) && !in_handler_now(tid);
+	return P.ready && !in_handler_now(tid) && blocks_park_signal(tid);
 }
 
 int watch_park_others(int self)
