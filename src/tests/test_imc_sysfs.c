@@ -2,7 +2,7 @@
  * Unit tests of src/imc/imc_sysfs.c's discovery: the fixture sysfs trees
  * in src/tests/imc-sysfs/ (README there), read as a POWER9 would show them.
  * Expected values are the catalog's arithmetic written here (event value =
- * unit reg + event reg, POWER9 DD2 catalog facts in ../shared/data/imc/,
+ * unit reg + event reg, POWER9 DD2 catalog facts in src/imc/facts/,
  * facilities.md §4) and the kernel's format strings, never the code under
  * test.
  */
