@@ -26,7 +26,7 @@ const char *papi_heritage_last_error(void);
  * and then nothing of the environment is taken.  papi-heritage(7). */
 int papi_heritage_env_reread(void);
 
-/* Where an event's value comes from on the running machine (DESIGN.md). */
+/* Where an event's value comes from on the running machine (doc/architecture.md). */
 enum papi_heritage_source {
 	PAPI_HERITAGE_MEASURED = 1,    /* a real source here counts the quantity */
 	PAPI_HERITAGE_MODELLED = 2,    /* a documented formula or model of measured quantities */
