@@ -4,7 +4,7 @@
  *   - the built-in POWER9 catalog against the facts it was generated from,
  *     src/imc/facts/power9-{units,events}.csv, parsed here (PMU names, full
  *     names, values, scale/unit inheritance after Linux imc_parse_event and
- *     facilities.md 4(a)); a few documented values (facilities.md
+ *     doc/facilities.md 4(a)); a few documented values (doc/facilities.md
  *     4(a)) are checked on their own as well;
  *   - the same catalog as a DTB and as a device-tree directory (written here
  *     from the DTB the way Linux shows /proc/device-tree: a directory per
@@ -493,7 +493,7 @@ START_TEST(builtin_is_the_facts)
 }
 END_TEST
 
-/* Values facilities.md 4(a) documents, checked apart from the CSVs. */
+/* Values doc/facilities.md 4(a) documents, checked apart from the CSVs. */
 START_TEST(builtin_documented_values)
 {
 	struct imc_catalog *cat = load_builtin();
