@@ -236,9 +236,9 @@ static void coarse_offsets(uint64_t start, uint64_t end, uint64_t *start_off, ui
 	}
 }
 
-/* The nine ranges PAPI's DataRange page printed from an Itanium 2 run
- * (seed 001: the pointers, the malloc'd arrays, the static arrays), with the
- * offsets PAPI returned there. */
+/* The nine ranges PAPI's DataRange page printed from an Itanium 2 run (the
+ * pointers, the malloc'd arrays, the static arrays), with the offsets PAPI
+ * returned there. */
 static const struct {
 	uint64_t start, end, start_off, end_off;
 } seed_ranges[] = {

@@ -6,7 +6,7 @@
  * reason.  LOADS_RETIRED is enumerated first, so that PAPI_ENUM_FIRST lands
  * on an event with the data, instruction and opcode bits:
  * papi_native_avail --darr/--iarr/--opcm print a component's first event
- * unfiltered (papi-component-contract.md §3).
+ * unfiltered (doc/papi-contract.md §3).
  */
 #ifndef HERITAGE_IT2_EVENTS_H
 #define HERITAGE_IT2_EVENTS_H

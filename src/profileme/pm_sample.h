@@ -1,6 +1,6 @@
 /*
- * One ProfileMe sample, as DCPI's dcpiprofileme(1) decomposes it (seed 004,
- * doc/facilities.md §5(b)): the PC of the tagged instruction, nine bits,
+ * One ProfileMe sample, as DCPI's dcpiprofileme(1) decomposes it
+ * (doc/facilities.md §5(b)): the PC of the tagged instruction, nine bits,
  * exactly one of sixteen trap bits, and two counters.
  *
  * Every bit, trap bit and counter is a *field* with one index space, so a
