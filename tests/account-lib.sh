@@ -5,9 +5,10 @@
 # is closed to every other account, and the build's programs load libpapi
 # from stage/lib through their run path.  So what the other account runs is
 # copied, with the shared libraries it loads from the build tree, into a
-# directory of its own under /tmp, root's or the caller's, mode 0755, and run
-# from there; LD_LIBRARY_PATH names that directory, which the loader
-# searches before the run path, so the copies load the copied libraries.
+# directory of its own under /tmp (the test's account owns it, mode 0755),
+# and run from there; LD_LIBRARY_PATH names that directory, which the
+# loader searches before the programs' run path (DT_RUNPATH), so the copies
+# load the copied libraries.
 # /tmp and not $TMPDIR: pam_tmpdir and the like point TMPDIR at a directory
 # of the caller's own (mode 0700).
 #
