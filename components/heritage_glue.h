@@ -118,7 +118,7 @@ static inline int heritage_user_level_ctl(int code, _papi_int_option_t *option)
 /* The end of a component's ntv_enum_events: key the event it stepped to by
  * its name in PAPI's native table, as name lookups are keyed.  Otherwise every
  * enumeration pass adds rows and the same event gets a new PAPI code each
- * time (papi-component-contract.md, gotcha 8). */
+ * time (doc/papi-contract.md, gotcha 8). */
 static inline int heritage_enum_keyed(int rc, unsigned code, int (*code_to_name)(unsigned, char *, int))
 {
 	char name[PAPI_MAX_STR_LEN];

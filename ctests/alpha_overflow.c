@@ -219,8 +219,8 @@ static void test_two(void)
 	printf("two counters: %d store and %d load overflows in the loop, %d outside\n", stores, loads, outside);
 }
 
-/* Both counters carrying on one instruction (seed 002: "two interrupts are
- * generated"): LOAD_INSNS:width=12 on counter 0 and INTEGER_OPERATE:width=12
+/* Both counters carrying on one instruction (Alpha Architecture Handbook,
+ * E.2.1.1: "two interrupts are generated"; doc/facilities.md 2(a)): LOAD_INSNS:width=12 on counter 0 and INTEGER_OPERATE:width=12
  * on counter 1 over alpha_both_rounds (alpha_loops.S), whose blocks advance
  * the two counters in lock-step.  The residues the counters bring into a
  * block are unknown (PAPI_start's own loads and integer operates, and they

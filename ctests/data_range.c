@@ -177,7 +177,7 @@ static void expected_accesses(uintptr_t lo, uintptr_t hi, long long *loads, long
 
 /*
  * The coarse data-range mapping, as libpfm-3's compute_normal_rr did it for
- * one interval over the four DBR pairs (../shared/docs/facilities.md 3(c)):
+ * one interval over the four DBR pairs (doc/itanium2-ranges.md):
  * do_normal_rr covers [start, end) with power-of-two aligned blocks, the
  * central one first, then the left part, then the right part, the last pair
  * of a side grown to reach the side's outer end.  Written here from that
@@ -236,9 +236,9 @@ static void coarse_offsets(uint64_t start, uint64_t end, uint64_t *start_off, ui
 	}
 }
 
-/* The nine ranges PAPI's DataRange page printed from an Itanium 2 run
- * (seed 001: the pointers, the malloc'd arrays, the static arrays), with the
- * offsets PAPI returned there. */
+/* The nine ranges PAPI's DataRange page printed from an Itanium 2 run (the
+ * pointers, the malloc'd arrays, the static arrays), with the offsets PAPI
+ * returned there. */
 static const struct {
 	uint64_t start, end, start_off, end_off;
 } seed_ranges[] = {

@@ -1,7 +1,7 @@
 /*
  * imc's names through PAPI's public API: every (unit, event) pair of the
  * built-in catalog is enumerated under imc::: (621 = the sum over the 44
- * units of ../shared/data/imc/power9-units.csv of the size of each one's
+ * units of src/imc/facts/power9-units.csv of the size of each one's
  * events list in power9-events.csv), "<pmu>::<EVENT>" and :cpu=N resolve
  * and print back, and the error rule holds: an unknown name is
  * PAPI_ENOEVNT, naming the nearest catalog names; a bad :cpu PAPI_EINVAL.

@@ -1,6 +1,6 @@
 # Retargets PAPI's own ctests/data_range.c (fetched with PAPI's source, never
 # committed here) at the itanium2 component, the way PAPI's data-range page
-# and papi-component-contract.md 6.2 say a range component reuses it: its
+# and doc/papi-contract.md 6.2 say a range component reuses it: its
 # events instead of Itanium's libpfm names, its component index instead of 0.
 # (-DITANIUM2 on the command line passes the test's first guard.)  Each
 # replaced line is marked, and the Makefile counts the marks, so a PAPI tree

@@ -26,7 +26,7 @@ const char *papi_heritage_last_error(void);
  * and then nothing of the environment is taken.  papi-heritage(7). */
 int papi_heritage_env_reread(void);
 
-/* Where an event's value comes from on the running machine (DESIGN.md). */
+/* Where an event's value comes from on the running machine (doc/architecture.md). */
 enum papi_heritage_source {
 	PAPI_HERITAGE_MEASURED = 1,    /* a real source here counts the quantity */
 	PAPI_HERITAGE_MODELLED = 2,    /* a documented formula or model of measured quantities */
@@ -131,7 +131,7 @@ int papi_heritage_backend_usable(const char *component, const char *backend, cha
  *   PAPI_HERITAGE_ALPHA_OS_VMS   OpenVMS: an exception through SCB + 0x650
  *                                (HWSCB$Q_PERF_MONITOR), IPL 29, R4 = counter
  *   PAPI_HERITAGE_ALPHA_OS_NT    Windows NT: a kernel-stack frame to the interrupt
- *                                entry; the seed documents no register values
+ *                                entry; no register values are documented
  * Fields an OS does not define are -1.  pc is the old PC saved in the frame. */
 #define PAPI_HERITAGE_ALPHA_OS_UNIX 1
 #define PAPI_HERITAGE_ALPHA_OS_VMS 2

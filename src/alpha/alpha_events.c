@@ -1,5 +1,5 @@
 /*
- * The 21064 event tables (facilities.md 2(a)) and the names users type.
+ * The 21064 event tables (doc/facilities.md 2(a)) and the names users type.
  */
 #include "alpha/alpha_events.h"
 
@@ -14,7 +14,7 @@
 #define NO_PRED "branch prediction cannot be observed by single-stepping (the core-PMU backend counts it where the " \
 	"machine has a PMU: alpha21064(3))"
 
-/* Why the core-PMU backend refuses an event (facilities.md 2(d) "no honest
+/* Why the core-PMU backend refuses an event (doc/facilities.md 2(d) "no honest
  * source" and "modelled" rows: a derived quantity cannot drive an overflow
  * interrupt, since perf samples on one event's carries). */
 #define PMU_NO_PAL "no host event counts PALcode time (SMM time is invisible; MSR_SMI_COUNT counts entries only)"

@@ -3,7 +3,7 @@
  *
  * Two counters that software can neither read, write nor reset; each
  * interrupts when it has counted 2^width events of the one event selected on
- * it (facilities.md 2(a), Alpha Architecture Handbook App. E, Linux
+ * it (doc/facilities.md 2(a), Alpha Architecture Handbook App. E, Linux
  * op_model_ev4.c).  The tables below are plain data: names are oprofile's
  * (events/alpha/ev4), codes are the MUX fields the wrperfmon PAL call takes.
  */
@@ -42,14 +42,14 @@ struct alpha_event {
 	enum heritage_source sw_source;
 	enum alpha_feed feed;
 	const char *sw_why;    /* for unavailable events: why, for the error message */
-	/* The core-PMU backend (alpha_pmu.h; facilities.md 2(d)): libpfm4 event
+	/* The core-PMU backend (alpha_pmu.h; doc/facilities.md 2(d)): libpfm4 event
 	 * strings tried in order, the first the host encodes and opens wins.
 	 * PMU-specific names come first because the generic perf:: ones encode
 	 * on any machine (libpfm4's perf PMU needs no hardware) and are the
 	 * coarser analogue where both exist. */
 	const char *host[ALPHA_HOST_CANDIDATES];
 	unsigned host_scale;       /* host events per Alpha count: 2 for ISSUES (pairs); 0 means 1 */
-	const char *host_honesty;  /* facilities.md 2(d): "yes", "yes-ish", "approx"; NULL: unavailable */
+	const char *host_honesty;  /* doc/facilities.md 2(d): "yes", "yes-ish", "approx"; NULL: unavailable */
 	const char *host_why;      /* for events a PMU cannot count either: why */
 };
 

@@ -4,7 +4,7 @@
  * interrupt frames the three operating systems built.  Pure functions on
  * caller-owned state, so the rules are unit-tested without any stepping.
  *
- * Semantics (seed 002, facilities.md 2(a)):
+ * Semantics (Alpha Architecture Handbook E.2.1, doc/facilities.md 2(a)):
  *  - a counter counts its selected event and raises an interrupt each time it
  *    has counted another 2^width events;
  *  - it cannot be read, written or reset: whatever it held when monitoring

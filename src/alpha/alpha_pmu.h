@@ -1,11 +1,12 @@
 /*
  * The core-PMU backend of alpha21064: where the machine has a core PMU,
- * each Alpha event is a host event (alpha_events[].host, facilities.md 2(d))
- * encoded with libpfm4 and opened with perf_event_open(2) as a sampling
- * event whose period is the Alpha counter's 2^width.  The kernel's overflow
- * interrupt is then exactly the 21064's: nothing is read, each carry writes
- * one PERF_SAMPLE_IP record, and the record's IP is the "old PC" handed to
- * the same deliver callback the software backend uses (alpha_sw.h).
+ * each Alpha event is a host event (alpha_events[].host,
+ * doc/facilities.md 2(d)) encoded with libpfm4 and opened with
+ * perf_event_open(2) as a sampling event whose period is the Alpha
+ * counter's 2^width.  The kernel's overflow interrupt is then exactly the
+ * 21064's: nothing is read, each carry writes one PERF_SAMPLE_IP record,
+ * and the record's IP is the "old PC" handed to the same deliver callback
+ * the software backend uses (alpha_sw.h).
  *
  * Delivery: each event's fd is set O_ASYNC with F_SETOWN_EX(F_OWNER_TID) to
  * the thread that starts it and F_SETSIG(ALPHA_PMU_SIGNAL); the handler

@@ -1,6 +1,6 @@
 /*
- * Event names, one parser and one formatter for every facility (DESIGN.md
- * "One facility layer"): a base name, looked up case-insensitively in the
+ * Event names, one parser and one formatter for every facility
+ * (doc/architecture.md, "one facility layer"): a base name, looked up case-insensitively in the
  * facility's const event table, then qualifiers ":name=value", each declared
  * in the facility's const qualifier table with the values it takes and the
  * code bits it lands in.  One error rule:

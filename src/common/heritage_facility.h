@@ -1,8 +1,8 @@
 /*
- * The heritage components as one table (DESIGN.md "One facility layer"):
- * what <papi_heritage.h>'s entry points need to know of each.  The table
- * itself is components/heritage_api.c's, compiled inside PAPI with the
- * components, one line per component naming its strong symbols.  Adding a
+ * The heritage components as one table (doc/architecture.md, "one facility
+ * layer"): what <papi_heritage.h>'s entry points need to know of each.  The
+ * table itself is components/heritage_api.c's, compiled inside PAPI with
+ * the components, one line per component naming its strong symbols.  Adding a
  * component is its const event table, its logic in src/<facility>/, a thin
  * adapter in components/<name>/, that line, and the Rules file PAPI needs.
  */

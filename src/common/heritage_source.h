@@ -1,6 +1,6 @@
 /*
- * Where an event's value comes from on the running machine (DESIGN.md "One
- * facility layer"): one enum for every facility, numerically the public
+ * Where an event's value comes from on the running machine
+ * (doc/architecture.md, "one facility layer"): one enum for every facility, numerically the public
  * PAPI_HERITAGE_MEASURED/_MODELLED/_UNAVAILABLE (<papi_heritage.h>), so the
  * glue hands it on unchanged (heritage_glue.h asserts that), and one text
  * form, the words papi_native_avail descriptions and the man pages use.

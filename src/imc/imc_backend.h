@@ -1,7 +1,8 @@
 /*
- * Which backend counts imc's accumulation events in this process (DESIGN.md
- * "Backends"): the real IMC PMUs of a POWER machine through perf_event
- * (imc_sysfs.h), or the engine that plays the microcode here (imc_engine.h).
+ * Which backend counts imc's accumulation events in this process
+ * (doc/architecture.md, "Probes"): the real IMC PMUs of a POWER machine
+ * through perf_event (imc_sysfs.h), or the engine that plays the microcode
+ * here (imc_engine.h).
  * PAPI_HERITAGE_IMC_BACKEND=auto (default) takes perf when the sysfs root
  * (PAPI_HERITAGE_IMC_SYSFS_ROOT, else /) shows IMC PMUs, else the engine;
  * =perf insists (events then fail with the reason where there are none);

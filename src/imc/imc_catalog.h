@@ -11,7 +11,7 @@
  * (first cell) + event `reg` (first cell); full name = unit
  * `events-prefix` + event `event-name`; PMU name `nest_<unit>_imc` for
  * type 0x10, else `<unit>_imc`, <unit> the node name before '@'.  An
- * event's own `scale`/`unit` override its unit's (facilities.md §4(a)).
+ * event's own `scale`/`unit` override its unit's (doc/facilities.md §4(a)).
  */
 #ifndef HERITAGE_IMC_CATALOG_H
 #define HERITAGE_IMC_CATALOG_H

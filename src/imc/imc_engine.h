@@ -4,7 +4,7 @@
  * values at the catalog's offsets (an entry's value = its byte offset in
  * its unit's page, as Linux's event_base = vbase + config), in pages of the
  * catalog's sizes, updated at the collection speed by an engine thread, and
- * never reset (facilities.md §4(a)); readers only load them.
+ * never reset (doc/facilities.md §4(a)); readers only load them.
  *
  * Pages:
  *   nest   one per chip (hwloc package) and per distinct nest region of the

@@ -4,7 +4,7 @@
  * is either in accumulation mode or in trace mode, and core and thread
  * accumulation share the per-core engine): the first user of a domain holds
  * it, further users of the same domain share it, a user of another domain
- * gets -EBUSY while any holder lives (facilities.md §4(b)).
+ * gets -EBUSY while any holder lives (doc/facilities.md §4(b)).
  *
  * Here each holding process publishes a claim of its own, a POSIX
  * shared-memory object /dev/shm/<name>-mode-<pid>-<k> (<name>:

@@ -1,5 +1,5 @@
 /*
- * The IMC source rules (facilities.md §4(d)), as one const table matched by
+ * The IMC source rules (doc/facilities.md §4(d)), as one const table matched by
  * unit type, unit node name and event base name.  First match wins.
  */
 #include <errno.h>
@@ -131,7 +131,7 @@ static int match_any(const char *patterns, const char *s)
 }
 
 /* The base name and privilege state of an event-name: "CS_INST_USER" ->
- * "CS_INST", user.  Suffixes as the catalog spells them (facilities.md
+ * "CS_INST", user.  Suffixes as the catalog spells them (doc/facilities.md
  * §4(a): _USER = base + 0x800 for most, but offsets are never used). */
 static enum imc_feed_mode split_mode(const char *name, char *base, size_t len)
 {
@@ -167,7 +167,7 @@ static int pmu_usable(unsigned type, char *what, size_t len, const char *needed)
 	}
 	/* A core page counts every task on its CPUs: perf with pid -1, which
 	 * the kernel grants at perf_event_paranoid <= 0 or with CAP_PERFMON
-	 * (the kernel's core_imc is per CPU, facilities.md §4(b)). */
+	 * (the kernel's core_imc is per CPU, doc/facilities.md §4(b)). */
 	if (type == IMC_TYPE_CORE &&
 	    (heritage_probe_explain(HERITAGE_MECH_PERF_CPU, why, sizeof why) != 0 ||
 	     !heritage_probe_works(HERITAGE_MECH_PERF_CPU))) {
@@ -217,7 +217,7 @@ enum heritage_source imc_feed_of(const struct imc_catalog *cat, unsigned entry, 
 		}
 		/* The page holds what the hardware would: counts in units of the
 		 * catalog's scale (perf multiplies the raw value by .scale: core and
-		 * thread counters count in 512s, facilities.md §4(a)). */
+		 * thread counters count in 512s, doc/facilities.md §4(a)). */
 		if (e->scale && *e->scale) {
 			char *end;
 			double sc = strtod(e->scale, &end);

@@ -1,5 +1,5 @@
 /*
- * What feeds each IMC catalog entry on this machine (facilities.md §4(d)):
+ * What feeds each IMC catalog entry on this machine (doc/facilities.md §4(d)):
  * measured, modelled or unavailable, from what, and how the engine turns
  * the source's reading into the counter the page holds.
  *
@@ -48,7 +48,7 @@ struct imc_feed {
 };
 
 /* POWER's 32 MHz clock (CPM_32MHZ_CYC: skiboot's trace mode samples on it)
- * and the POWER9 timebase, 512 MHz (facilities.md §4(a) [U]), which PURR
+ * and the POWER9 timebase, 512 MHz (doc/facilities.md §4(a) [U]), which PURR
  * counts at. */
 #define IMC_32MHZ_HZ 32000000ULL
 /* IMC_TIMEBASE_HZ: imc_trace_codec.h, with the timebase's conversions. */

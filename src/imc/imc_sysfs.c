@@ -1,6 +1,6 @@
 /*
  * Real IMC PMUs from sysfs, counted through perf_event (imc_sysfs.h).
- * Facts: facilities.md §4(b); kernel arch/powerpc/perf/imc-pmu.c
+ * Facts: doc/facilities.md §4(b); kernel arch/powerpc/perf/imc-pmu.c
  * (update_pmu_ops, *_imc_event_init, update_events_in_group).
  */
 #include <ctype.h>

@@ -1,6 +1,6 @@
 /*
  * Real IMC where it exists: the POWER IMC PMUs Linux exports under
- * <root>/sys/bus/event_source/devices (facilities.md §4(b); kernel
+ * <root>/sys/bus/event_source/devices (doc/facilities.md §4(b); kernel
  * arch/powerpc/perf/imc-pmu.c), discovered from any root directory and
  * counted through perf_event_open with the discovered type and config.
  *

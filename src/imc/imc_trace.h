@@ -4,11 +4,12 @@
  * POWER9's trace mode writes a 64-byte record {timebase, PC, PIDR/mode,
  * CPMC1-4, timebase} into the thread's LDBAR buffer every CPMC_LOAD events
  * of the sampled counter, with no interrupt to the program at all; the
- * kernel hands the records over when the event stops (facilities.md §4(a),
- * §4(b); seed 003).  Here the sampling hardware is the kernel's software
- * clock: a perf_event TASK_CLOCK event on the traced thread with a sample
- * period writes {IP, pid/tid, time, period} into the perf mmap ring from
- * its hrtimer, in the kernel, and nothing is delivered to the program:
+ * kernel hands the records over when the event stops (doc/facilities.md
+ * §4(a), §4(b); the kernel's Documentation/powerpc/imc.rst).  Here the
+ * sampling hardware is the kernel's software clock: a perf_event
+ * TASK_CLOCK event on the traced thread with a sample period writes {IP,
+ * pid/tid, time, period} into the perf mmap ring from its hrtimer, in the
+ * kernel, and nothing is delivered to the program:
  * no O_ASYNC, no F_SETSIG, no sigtrap, so no SIGIO/SIGPROF/SIGTRAP.  An
  * engine thread of its own (all signals blocked) drains the ring every
  * 100 ms or when it is a quarter full (poll on the perf fd, which wakes

@@ -1,5 +1,5 @@
 /*
- * The trace buffer as the hardware and the kernel see it (facilities.md
+ * The trace buffer as the hardware and the kernel see it (doc/facilities.md
  * §4(a), §4(b)): BUFFERSIZE entries of 64-byte records written one after
  * the other from the start, wrapping to the start quietly when the end is
  * reached -- no exception, no interrupt, no flag; only the writer's own

@@ -1,7 +1,8 @@
 /*
  * IMC trace mode codecs (imc_trace_codec.h): LDBAR, TRACE_IMC_SCOM, the
- * 64-byte record, the timebase.  Layouts: the kernel's IMC document (seed
- * 003) and skiboot include/imc.h, facilities.md §4(a).
+ * 64-byte record, the timebase.  Layouts: the kernel's IMC document
+ * (Documentation/powerpc/imc.rst) and skiboot include/imc.h,
+ * doc/facilities.md §4(a).
  */
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * IMC trace mode, bit-exact: the LDBAR SPR, the TRACE_IMC_SCOM value, the
- * 64-byte trace record and the POWER9 timebase (facilities.md §4(a)).
+ * 64-byte trace record and the POWER9 timebase (doc/facilities.md §4(a)).
  *
  * IBM bit order: bit 0 is the most significant bit of the 64-bit register,
  * so IBM bits a:b sit at LSB bits 63-b .. 63-a.  The shifts below are
@@ -123,7 +123,7 @@ void imc_trace_record_pack(void *mem, const struct imc_trace_record *r);
 void imc_trace_record_unpack(const void *mem, struct imc_trace_record *r);
 
 /* ---- the timebase ---------------------------------------------------------
- * POWER9's timebase ticks at 512 MHz (facilities.md §4(a) [U]; the
+ * POWER9's timebase ticks at 512 MHz (doc/facilities.md §4(a) [U]; the
  * kernel's ppc_tb_freq on PowerNV P9 is 512000000).  Host nanoseconds
  * (CLOCK_MONOTONIC) become ticks as floor(ns * 512 / 1000) = floor(ns * 64
  * / 125), computed without overflowing 64 bits: (ns / 125) * 64 +

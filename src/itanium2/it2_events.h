@@ -6,7 +6,7 @@
  * reason.  LOADS_RETIRED is enumerated first, so that PAPI_ENUM_FIRST lands
  * on an event with the data, instruction and opcode bits:
  * papi_native_avail --darr/--iarr/--opcm print a component's first event
- * unfiltered (papi-component-contract.md §3).
+ * unfiltered (doc/papi-contract.md §3).
  */
 #ifndef HERITAGE_IT2_EVENTS_H
 #define HERITAGE_IT2_EVENTS_H
@@ -34,7 +34,7 @@ enum it2_event_id {
 	IT2_NEVENTS = IT2C_N
 };
 
-/* What an event can be used with (facilities.md 3(a)); the values of
+/* What an event can be used with (doc/facilities.md 3(a)); the values of
  * papi_heritage.h's PAPI_HERITAGE_CAP_* (the component checks). */
 #define IT2_DARR 0x01u    /* data address range restriction */
 #define IT2_IARR 0x02u    /* instruction address range restriction */

@@ -2,7 +2,7 @@
  * The Paragon RPM model as pure functions: clock conversions, the bus-master
  * model, 32-bit wrap extension, mesh routing, and the parsers of the /proc
  * files the soft counters come from.  No state, no system calls: unit-tested
- * in src/tests/test_paragon.c.  facilities.md section 1 has the facts.
+ * in src/tests/test_paragon.c.  doc/facilities.md section 1 has the facts.
  */
 #ifndef HERITAGE_RPM_MODEL_H
 #define HERITAGE_RPM_MODEL_H

@@ -1,8 +1,8 @@
 /*
  * ProfileMe samples from AMD IBS op sampling (pm_ibs.h, pm_collect.h).
  *
- * The mapping (facilities.md §5(d); register bits from the kernel's
- * arch/x86/include/asm/amd-ibs.h, facilities.md §5(c)).  IBS samples one
+ * The mapping (doc/facilities.md §5(d); register bits from the kernel's
+ * arch/x86/include/asm/amd-ibs.h, doc/facilities.md §5(c)).  IBS samples one
  * *op* in every `period` dispatched ops (IbsOpCntCtl = 1) and reports it
  * only if it retired; an x86 instruction of several ops is seen through
  * whichever op was tagged.
@@ -420,7 +420,7 @@ long pm_ibs_ring_decode(void *meta, uint64_t data_size, pm_ibs_classify_fn class
 
 uint64_t pm_ibs_round_period(uint64_t period)
 {
-	/* To the nearest multiple of 16 (facilities.md §5(d): round(N/16)*16). */
+	/* To the nearest multiple of 16 (doc/facilities.md §5(d): round(N/16)*16). */
 	uint64_t p = (period + 8) & ~(uint64_t)15;
 	return p < 16 ? 16 : p;
 }

@@ -4,7 +4,7 @@
  * pieces of the perf backend the tests reach (the attribute built from an
  * ibs_op sysfs directory, the walk of a perf ring of IBS samples).
  *
- * The record (facilities.md §5(c); the kernel's arch/x86/events/amd/ibs.c
+ * The record (doc/facilities.md §5(c); the kernel's arch/x86/events/amd/ibs.c
  * perf_ibs_handle_irq, arch/x86/include/asm/amd-ibs.h and asm/perf_event.h
  * IBS_CAPS_*): a PERF_SAMPLE_RAW payload of the ibs_op PMU is
  *     u32 caps                       the kernel's ibs_caps (CPUID 8000_001B EAX)
@@ -19,7 +19,7 @@
  *     u64 IbsOpData4  (C001_103D)    only when caps has OPDATA4 (bit 10)
  * The u64s follow the u32 unaligned (at offset 4): read with memcpy.
  *
- * The mapping to ProfileMe (facilities.md §5(d)) is in pm_ibs.c's head
+ * The mapping to ProfileMe (doc/facilities.md §5(d)) is in pm_ibs.c's head
  * comment.
  */
 #ifndef HERITAGE_PM_IBS_H

@@ -1,5 +1,5 @@
 /*
- * The ProfileMe fields, with the meanings of dcpiprofileme(1) (seed 004) in
+ * The ProfileMe fields, with the meanings of dcpiprofileme(1) in
  * our words, and the sample ring the backends fill from signal handlers.
  */
 #include "profileme/pm_sample.h"

@@ -1,7 +1,7 @@
 /*
- * One ProfileMe sample, as DCPI's dcpiprofileme(1) decomposes it (seed 004,
- * facilities.md §5(b)): the PC of the tagged instruction, nine bits, exactly
- * one of sixteen trap bits, and two counters.
+ * One ProfileMe sample, as DCPI's dcpiprofileme(1) decomposes it
+ * (doc/facilities.md §5(b)): the PC of the tagged instruction, nine bits,
+ * exactly one of sixteen trap bits, and two counters.
  *
  * Every bit, trap bit and counter is a *field* with one index space, so a
  * sample set (pm_sampleset.h) is two field masks.  A field a backend cannot

@@ -1,6 +1,6 @@
 /*
  * rangemap: libpfm-3.x Itanium 2 address-range decomposition (see rangemap.h
- * and docs/facilities.md section 3(c)).
+ * and doc/itanium2-ranges.md).
  */
 #include "rangemap.h"
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Names from ../shared/data/imc (power9-units.csv, power9-events.csv):
+/* Names from src/imc/facts (power9-units.csv, power9-events.csv):
  * mcs01@c8 (type 0x10, prefix PM_MCS01_) + NEST_MCS 64B_RD_DISP_PORT01 at
  * 0x0 -> 0xc8; thread@18 (type 0x1, prefix CPM_) + THREAD
  * CS_32MHZ_CYC_USER at 0x10c8 -> 0x10e0; trace@0 + trace_cycles... */

@@ -2,10 +2,10 @@
  * Unit tests of the IMC catalog reader (src/imc/imc_catalog.c).  The
  * expectations never come from the reader:
  *   - the built-in POWER9 catalog against the facts it was generated from,
- *     ../shared/data/imc/power9-{units,events}.csv beside the source tree,
- *     parsed here (PMU names, full names, values, scale/unit inheritance
- *     after Linux imc_parse_event and facilities.md 4(a)); a few documented
- *     values (facilities.md 4(a)) are checked even without the CSVs;
+ *     src/imc/facts/power9-{units,events}.csv, parsed here (PMU names, full
+ *     names, values, scale/unit inheritance after Linux imc_parse_event and
+ *     doc/facilities.md 4(a)); a few documented values (doc/facilities.md
+ *     4(a)) are checked on their own as well;
  *   - the same catalog as a DTB and as a device-tree directory (written here
  *     from the DTB the way Linux shows /proc/device-tree: a directory per
  *     node, a file per property with its raw bytes, a `name` file), as the
@@ -330,7 +330,7 @@ struct csv {
 	unsigned rows, cols;
 };
 
-/* ../shared beside the source tree: from $srcdir, or, where the test runs
+/* src/imc/facts in the source tree: from $srcdir, or, where the test runs
  * in a link farm of the build tree (make check-unprivileged: srcdir is the
  * farm), from the build tree make check names ($abs_top_builddir). */
 static const char *facts_dir(void)
@@ -340,7 +340,7 @@ static const char *facts_dir(void)
 	for (unsigned i = 0; i < sizeof roots / sizeof roots[0]; i++) {
 		if (!roots[i] || !*roots[i])
 			continue;
-		snprintf(dir, sizeof dir, "%s/../shared/data/imc/power9-units.csv", roots[i]);
+		snprintf(dir, sizeof dir, "%s/src/imc/facts/power9-units.csv", roots[i]);
 		if (access(dir, R_OK) == 0)
 			break;
 	}
@@ -415,11 +415,10 @@ START_TEST(builtin_is_the_facts)
 	struct csv units, events;
 	snprintf(up, sizeof up, "%s/power9-units.csv", facts_dir());
 	snprintf(ep, sizeof ep, "%s/power9-events.csv", facts_dir());
-	if (csv_read(up, U_COLS, &units) != 0) {
-		printf("builtin_is_the_facts: skipped, no %s (the POWER9 facts are not beside the source tree)\n", up);
-		return;
-	}
-	EXPECT_UEQ(csv_read(ep, E_COLS, &events), 0);
+	int rc = csv_read(up, U_COLS, &units);
+	ck_assert_msg(rc == 0, "%s: %s (the POWER9 facts are part of the source tree)", up, strerror(-rc));
+	rc = csv_read(ep, E_COLS, &events);
+	ck_assert_msg(rc == 0, "%s: %s", ep, strerror(-rc));
 	struct imc_catalog *cat = load_builtin();
 
 	EXPECT_UEQ(cat->nunits, units.rows);
@@ -494,7 +493,7 @@ START_TEST(builtin_is_the_facts)
 }
 END_TEST
 
-/* Values facilities.md 4(a) documents, whether or not the CSVs are here. */
+/* Values doc/facilities.md 4(a) documents, checked apart from the CSVs. */
 START_TEST(builtin_documented_values)
 {
 	struct imc_catalog *cat = load_builtin();

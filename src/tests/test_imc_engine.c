@@ -5,7 +5,7 @@
  * Expected values are written out from the rules the headers state: an
  * entry's counter is the big-endian u64 at byte offset unit reg + event reg
  * of its page; counter = reading x num / den from the arm; skiboot's
- * control-block layout and collection speeds (facilities.md §4(a)).
+ * control-block layout and collection speeds (doc/facilities.md §4(a)).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

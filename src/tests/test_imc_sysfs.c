@@ -2,8 +2,8 @@
  * Unit tests of src/imc/imc_sysfs.c's discovery: the fixture sysfs trees
  * in src/tests/imc-sysfs/ (README there), read as a POWER9 would show them.
  * Expected values are the catalog's arithmetic written here (event value =
- * unit reg + event reg, POWER9 DD2 catalog facts in ../shared/data/imc/,
- * facilities.md §4) and the kernel's format strings, never the code under
+ * unit reg + event reg, POWER9 DD2 catalog facts in src/imc/facts/,
+ * doc/facilities.md §4) and the kernel's format strings, never the code under
  * test.
  */
 #include <check.h>
@@ -115,7 +115,7 @@ START_TEST(power9_formats_are_the_kernels)
 	p = imc_sysfs_pmu_find(s, "trace_imc");
 	ck_assert_uint_eq(p->nformats, 5);
 	/* trace_cycles is 0x10200000: cpmc_samplesel (28-29) = 1 and
-	 * cpmc_event (20-27) = 2 (facilities.md §4(a)). */
+	 * cpmc_event (20-27) = 2 (doc/facilities.md §4(a)). */
 	const struct imc_sysfs_event *e = imc_sysfs_event_find(p, "trace_cycles");
 	ck_assert_uint_eq(e->config[0], 0x10200000);
 	for (unsigned i = 0; i < p->nformats; i++) {

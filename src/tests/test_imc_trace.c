@@ -4,7 +4,7 @@
  * documents, not from the code: skiboot's POWER9 SCOM value
  * 0x7fffffc142020000 = SAMPSEL 1 << 62 | (0xffffffff - 250) << 30 | 4 << 23 |
  * 2 << 16 | 0 << 13 (skiboot include/imc.h, hw/imc.c); the LDBAR bits of
- * the kernel's IMC document (seed 003); the kernel's walk rule
+ * the kernel's IMC document (Documentation/powerpc/imc.rst); the walk rule
  * (imc-pmu.c trace_imc_prepare_sample).  Records are built byte by byte
  * in big-endian here, not with the packer under test.
  */

@@ -4,7 +4,7 @@
  * This machine has no IBS (an EPYC guest without the ibs_op PMU), so the
  * decoder is tested on constructed PERF_SAMPLE_RAW payloads: one record per
  * register bit the mapping uses, each expected value written here from the
- * register layout (facilities.md §5(c), the kernel's amd-ibs.h), not from
+ * register layout (doc/facilities.md §5(c), the kernel's amd-ibs.h), not from
  * the decoder's tables.  The perf side is tested on a constructed ring
  * (records wrapping the data area's end) and on an ibs_op sysfs directory
  * built in TMPDIR.  Backend choice is tested with the real IBS probe and
@@ -126,7 +126,7 @@ static struct pm_sample dec(uint32_t caps, uint64_t d, uint64_t d3, pm_ibs_class
 #define OBSERVED                                                                                             \
 	(B(PM_RETIRED) | B(PM_TAKEN) | B(PM_CBRMISPREDICT) | B(PM_VALID) | B(PM_NOTRAP) | B(PM_MISPREDICT) |     \
 	 B(PM_UNALIGNTRAP) | B(PM_DTBMISS) | B(PM_DTB2MISS4) | B(PM_RETDELAY) | B(PM_INFLIGHT))
-/* No honest source on IBS (facilities.md §5(d)): never known. */
+/* No honest source on IBS (doc/facilities.md §5(d)): never known. */
 #define NEVER                                                                                                \
 	(B(PM_NYP) | B(PM_LDSTORDER) | B(PM_MAP_STALL) | B(PM_EARLY_KILL) | B(PM_LATE_KILL) | B(PM_REPLAYS) |    \
 	 B(PM_DTB2MISS3) | B(PM_ITBMISS) | B(PM_ARITHTRAP) | B(PM_FPDISABLEDTRAP) | B(PM_MT_FPCRTRAP) |          \

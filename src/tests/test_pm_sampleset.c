@@ -1,6 +1,6 @@
 /*
  * Unit tests of src/profileme/pm_sampleset.c: every production of the
- * dcpiprofileme(1) grammar (seed 004), the man page's example sets with the
+ * dcpiprofileme(1) grammar (doc/facilities.md 5(b)), the man page's example sets with the
  * meaning it gives them, and every error with its position and word.
  * Expected masks are written from the man page's words, field by field.
  */

@@ -2,7 +2,7 @@
  * Unit tests for src/rangemap: the libpfm-3 Itanium 2 range decomposition.
  *
  * The reference numbers come from PAPI 3.5's DataRange.html (the data_range
- * test run on a real Itanium 2) and from docs/facilities.md section 3(c).
+ * test run on a real Itanium 2) and from doc/itanium2-ranges.md.
  */
 #include <check.h>
 #include <errno.h>

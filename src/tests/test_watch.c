@@ -62,7 +62,7 @@ START_TEST(table_is_in_auto_order_with_its_mechanisms)
 	unsigned n = 0;
 	const struct heritage_backend *t = watch_backend_table(&n);
 
-	/* DESIGN.md: auto tries the cheapest exact backend first. */
+	/* doc/architecture.md (src/watch): auto tries the cheapest exact backend first. */
 	ck_assert_uint_eq(n, 4);
 	ck_assert_str_eq(t[0].name, "instrument");
 	ck_assert_uint_eq(t[0].needs, 0);

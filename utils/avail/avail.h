@@ -60,7 +60,7 @@ extern const struct capability capabilities[];
 extern const size_t n_capabilities;
 #define N_CAPABILITIES n_capabilities
 
-/* Where an event's value comes from (DESIGN.md), plus "not established". */
+/* Where an event's value comes from (doc/architecture.md), plus "not established". */
 enum event_source {
 	SOURCE_UNKNOWN = 0,
 	SOURCE_MEASURED,

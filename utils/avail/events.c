@@ -174,7 +174,7 @@ static int enumerate_component(struct component_listing *l)
  * Capabilities a component reports through PAPI_enum_cmp_event modifiers.
  *
  * A modifier means "the next event after this one that has the property"
- * (papi-component-contract.md, section 3).  So event k has the property if
+ * (doc/papi-contract.md, section 3).  So event k has the property if
  * and only if stepping with the modifier from event k-1 lands on event k
  * (compared by name: the step may hand back a new code for the same event);
  * a component that does not implement the modifier fails every step and so

@@ -110,7 +110,7 @@ static int trial_profile(int code)
  *              and PAPI_overflow arms it on a set that then starts and stops.
  *              Without hardware_intr PAPI emulates overflow with a timer the
  *              component may not service, and PAPI_overflow still returns
- *              PAPI_OK (papi-component-contract.md 4.2): nothing established;
+ *              PAPI_OK (doc/papi-contract.md 4.2): nothing established;
  *   prof       likewise for PAPI_profil, with hardware_intr or kernel_profile.
  * Heritage facts are not second-guessed: a trial cannot add to them.
  */
