@@ -189,18 +189,21 @@ static double number(const char *json, const char *event, const char *read, int 
 }
 
 /* PAPI's papi_hl_output_writer.py (installed with libpapi) summarises the
- * output: it must take the decimal values (7.0.0's did int() on each), and
- * its rpm_time_s is the JSON's (to the 2 places it may round to). */
+ * output: it must take the decimal values (7.0.0's and 7.2.0's did int() on
+ * each), and its rpm_time_s is the JSON's (to the 2 places it may round to).
+ * The output directory is --source up to 7.1.0, --source_dir since 7.2.0
+ * (which refuses --source as ambiguous, having --source_file too). */
 static void check_writer(const char *dir, double want)
 {
 	const char *stage = getenv("STAGE");
-	char script[4096], cmd[8400], line[512];
+	char script[4096], cmd[12800], line[512];
 	snprintf(script, sizeof script, "%s/bin/papi_hl_output_writer.py", stage ? stage : "stage");
 	if (access(script, R_OK) != 0 || system("python3 -c '' 2>/dev/null") != 0) {
 		printf("papi_hl_output_writer.py: not checked (no python3, or no %s)\n", script);
 		return;
 	}
-	snprintf(cmd, sizeof cmd, "cd '%s' && python3 '%s' --source papi_hl_output --type summary 2>&1", dir, script);
+	snprintf(cmd, sizeof cmd, "cd '%s' && opt=--source && { ! grep -q -e \"'--source_dir'\" '%s' || opt=--source_dir; } && "
+		 "python3 '%s' $opt papi_hl_output --type summary 2>&1", dir, script, script);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return;

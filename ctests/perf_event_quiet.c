@@ -10,6 +10,14 @@
  *           makes it for an ordinary account
  *   eperm   perf_event_open fails with EPERM, as a container's seccomp
  *           profile makes it
+ *   forced  as plain, with libpfm4 forced to the AMD Zen 4 core PMU
+ *           (LIBPFM_FORCE_PMU=amd64_fam19h_zen4, which the test sets), as
+ *           on an AMD family 25 guest without a virtual PMU, where libpfm4
+ *           detects the core PMU from CPUID and perf_event reaches its
+ *           exclude_guest probe, which finds no hardware event there;
+ *           where libpfm4 finds no core PMU (as on the Intel Xeon guest
+ *           this was written on), perf_event is disabled before that probe,
+ *           and the other modes do not reach it
  * eacces and eperm install a seccomp filter on perf_event_open in this process
  * (and papi_component_avail, which inherits it): setting the sysctl would
  * change every process on the machine.
@@ -24,7 +32,9 @@
  *     perf_event_paranoid not 3): enabled, perf::TASK-CLOCK counts (more than
  *     0 ns, at most the wall-clock time around it), and perf::INSTRUCTIONS is
  *     refused when the hardware event does not open here (no silent zero), or
- *     counts at least the loop's iterations when it does.
+ *     counts at least the loop's iterations when it does (forced: the forced
+ *     table has no perf:: events, so its RETIRED_INSTRUCTIONS stands for
+ *     the hardware event and the software one is not measured).
  * The given papi_component_avail, run under the same account and filter,
  * prints nothing on stderr and says "Disabled" for perf_event exactly when
  * perf_event is disabled here.
@@ -221,10 +231,14 @@ static void check_component_avail(const char *path, int disabled)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3)
-		fail("usage: perf_event_quiet plain|nobody|eacces|eperm [PATH/papi_component_avail]");
+		fail("usage: perf_event_quiet plain|nobody|eacces|eperm|forced [PATH/papi_component_avail]");
 	const char *mode = argv[1];
+	int forced = !strcmp(mode, "forced");
 
-	if (!strcmp(mode, "nobody")) {
+	if (forced) {
+		/* Before libpfm4 is initialised, here and in PAPI. */
+		setenv("LIBPFM_FORCE_PMU", "amd64_fam19h_zen4", 1);
+	} else if (!strcmp(mode, "nobody")) {
 		if (geteuid() != 0)
 			skip("perf_event_quiet nobody: not root, so it cannot become uid 65534 ('plain' runs as this account)");
 		if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
@@ -249,7 +263,9 @@ int main(int argc, char **argv)
 	       "perf_event should be %s\n",
 	       (int)geteuid(), sw ? strerror(sw) : "opens", hw ? strerror(hw) : "opens", paranoid, pmus,
 	       want_enabled ? "enabled" : "disabled");
-	if (strcmp(mode, "plain") && strcmp(mode, "nobody") && sw != (!strcmp(mode, "eacces") ? EACCES : EPERM))
+	if (forced && pmus != 1)
+		skip("perf_event_quiet forced: this libpfm4 has no amd64_fam19h_zen4 PMU to force");
+	if (strcmp(mode, "plain") && strcmp(mode, "nobody") && !forced && sw != (!strcmp(mode, "eacces") ? EACCES : EPERM))
 		fail("the seccomp filter did not refuse perf_event_open (%s)", sw ? strerror(sw) : "it opened");
 
 	/* From here until the measurement is done, fd 2 is a file we read. */
@@ -287,6 +303,20 @@ int main(int argc, char **argv)
 			fail("PAPI printed on stderr: %s", captured);
 		dup2(saved_stderr, 2);
 		printf("perf_event disabled: %s\n", ci->disabled_reason);
+	} else if (forced) {
+		/* Where the instructions event opens, the forced table's events
+		 * would be encoded for another CPU than this one: only the refusal
+		 * is checked. */
+		int es = PAPI_NULL;
+		PAPI_create_eventset(&es);
+		rc = PAPI_add_named_event(es, "RETIRED_INSTRUCTIONS");
+		if (*stderr_so_far(cap))
+			fail("PAPI printed on stderr: %s", captured);
+		dup2(saved_stderr, 2);
+		if (hw && rc == PAPI_OK)
+			fail("RETIRED_INSTRUCTIONS was accepted though the hardware event does not open here (%s)", strerror(hw));
+		printf("RETIRED_INSTRUCTIONS: %s\n", hw ? "refused, as the hardware event does not open" :
+		       "not checked, the hardware event opens here");
 	} else {
 		int es = PAPI_NULL;
 		long long ns = 0;

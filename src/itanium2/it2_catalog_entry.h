@@ -1,13 +1,13 @@
 /*
  * One Itanium 2 event as libpfm-3 describes it (src/libpfm-3.y/lib/
- * itanium2_events.h of the PAPI source, turned into it2_catalog.c by
- * gen-it2-catalog at build time).  What this project does with the event is
- * it2_events.c's business.
+ * itanium2_events.h of PAPI 7.0.0's source, turned into it2_catalog.c by
+ * gen-it2-catalog and kept here, as PAPI 7.2.0 no longer has libpfm-3).
+ * What this project does with the event is it2_events.c's business.
  */
 #ifndef HERITAGE_IT2_CATALOG_ENTRY_H
 #define HERITAGE_IT2_CATALOG_ENTRY_H
 
-#include "itanium2/it2_catalog.h" /* generated: enum it2_cat, IT2C_N */
+#include "itanium2/it2_catalog.h" /* enum it2_cat, IT2C_N (generated, kept) */
 
 /* pme_qualifiers bits 0-2 (pfmlib_itanium2_priv.h, pme_ita2_qualifiers_t). */
 #define IT2_QUAL_IAR 0x1u /* instruction address range */

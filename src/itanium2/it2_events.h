@@ -1,6 +1,6 @@
 /*
  * The Itanium 2 events the itanium2 component offers: every event of
- * libpfm-3's Itanium 2 table (it2_catalog, generated at build time), with
+ * libpfm-3's Itanium 2 table (it2_catalog, src/itanium2/it2_catalog.c), with
  * what this project does with each as data (libpfm4-style table, keyed by
  * the catalogue's names): measured, modelled, or unavailable with the
  * reason.  LOADS_RETIRED is enumerated first, so that PAPI_ENUM_FIRST lands

@@ -22,13 +22,15 @@ failed=0
 pass() { passed=$((passed + 1)); echo "PASS: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-# The itanium2 events: libpfm-3's Itanium 2 table, read here from the PAPI
-# source ($PAPI_SRC, set by make check), not from the component: qualifier
-# bit 0 iar, 1 opm, 2 dar; code bits 8-10 the type (2, 3 I-EAR; 4-6 D-EAR).
-# What is counted here is the component's table (src/itanium2/it2_events.c).
-IT2_TABLE=${PAPI_SRC:-}/src/libpfm-3.y/lib/itanium2_events.h
-if [ ! -r "$IT2_TABLE" ]; then
-	echo "FAIL: $IT2_TABLE: not readable (PAPI_SRC: the PAPI source ./bootstrap fetches)"
+# The itanium2 events: libpfm-3's Itanium 2 table, read here from the
+# committed catalogue (src/itanium2/it2_catalog.c, the table as C, checked
+# against the table itself by tests/cases/itanium2_catalog_source.test), not
+# from the component's listings: .qual bit 0 iar, 1 opm, 2 dar; .type 2, 3
+# I-EAR, 4-6 D-EAR.  What is counted here is the component's table
+# (src/itanium2/it2_events.c).
+IT2_CATALOG=$(dirname "$0")/../../src/itanium2/it2_catalog.c
+if [ ! -r "$IT2_CATALOG" ]; then
+	echo "FAIL: $IT2_CATALOG: not readable"
 	exit 1
 fi
 IT2_MEASURED="LOADS_RETIRED STORES_RETIRED MISALIGNED_LOADS_RETIRED MISALIGNED_STORES_RETIRED IA64_INST_RETIRED IA64_INST_RETIRED_THIS
@@ -46,13 +48,15 @@ IT2_MODELLED="CPU_CYCLES L1D_READS_SET0 L1D_READS_SET1 L1D_READ_MISSES_ALL L2_DA
 # (all, darr, iarr, opcm, dear, iear).
 itanium2_lib() {
 	awk -v want="$1" '
-	function hex(s,    i, v) { s = tolower(s); sub(/^0x/, "", s); v = 0
-		for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-		return v }
-	/^\{ "/ { split($0, f, /[{}", ]+/); code = hex(f[3]); q = hex(f[6]); t = int(code / 256) % 8
+	/^\t\[IT2C_[A-Z0-9_]+\] = \{ \.name = "/ {
+		name = $0; sub(/^\t\[IT2C_/, "", name); sub(/\].*/, "", name)
+		if (!match($0, /, \.code = 0x[0-9a-f]+, \.type = [0-7], \.qual = 0x[0-7] \},$/)) { print "bad entry: " $0; exit 1 }
+		tail = substr($0, RSTART)
+		t = tail; sub(/.*\.type = /, "", t); sub(/,.*/, "", t); t += 0
+		q = tail; sub(/.*\.qual = 0x/, "", q); sub(/ .*/, "", q); q += 0
 		if (want == "all" || (want == "darr" && int(q / 4) % 2) || (want == "iarr" && q % 2) ||
 		    (want == "opcm" && int(q / 2) % 2) || (want == "dear" && t >= 4 && t <= 6) ||
-		    (want == "iear" && (t == 2 || t == 3))) print "itanium2:::" f[2] }' "$IT2_TABLE" | sort
+		    (want == "iear" && (t == 2 || t == 3))) print "itanium2:::" name }' "$IT2_CATALOG" | sort
 }
 
 # Sorted full names, one a line, of itanium2 events given by base name.
