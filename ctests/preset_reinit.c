@@ -19,8 +19,9 @@
  * without a PMU libpfm4 knows), the test forces libpfm4 to AMD family 23
  * model 1's PMU (LIBPFM_FORCE_PMU=amd64_fam17h_zen1), the CPU the double
  * free was first seen on, so that it still runs; it says which it used.
- * The first init must find presets with terms (else the case is not
- * exercised: a failure); PAPI 7.0.0 keeps a component that its init
+ * Where no preset loads even so (perf_event disabled before it loads them,
+ * as PAPI 7.0.0 disables it at perf_event_paranoid 3), the test skips,
+ * saying why: there is nothing to free twice.  PAPI 7.0.0 keeps a component that its init
  * disabled disabled through PAPI_shutdown and does not initialise it again,
  * so a later init finds none of perf_event's presets, or, where perf_event
  * is initialised again, the same number as the first.
@@ -132,12 +133,23 @@ int main(int argc, char **argv)
 	int first = -1;
 	for (int round = 0; round < ROUNDS; round++) {
 		int n = init_and_count();
+		if (round == 0 && n == 0) {
+			/* perf_event disabled before it loads its presets (PAPI 7.0.0
+			 * does so at perf_event_paranoid 3, as Debian's and Ubuntu's
+			 * kernels set it): no preset to free twice. */
+			int cidx = PAPI_get_component_index("perf_event");
+			const PAPI_component_info_t *pe = cidx >= 0 ? PAPI_get_component_info(cidx) : NULL;
+			printf("SKIPPED: no preset loads here, even from %s: perf_event %s\n", table,
+			       pe ? (pe->disabled ? pe->disabled_reason : "enabled") : "is not in this PAPI");
+			PAPI_shutdown();
+			return 77;
+		}
 		PAPI_shutdown();
 		printf("init %d: %d presets with terms\n", round + 1, n);
 		fflush(stdout);
 		if (round == 0)
 			first = n;
-		if (first <= 0 || (n != 0 && n != first)) {
+		if (n != 0 && n != first) {
 			printf("FAIL: init %d found %d presets with terms, the first %d\n", round + 1, n, first);
 			return 1;
 		}
