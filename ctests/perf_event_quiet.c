@@ -61,6 +61,8 @@
 
 #include <papi.h>
 
+#include "perf_opens.h"
+
 #define LOOP_ITERATIONS 10000000L
 
 static int saved_stderr = -1;
@@ -100,22 +102,6 @@ static int deny_perf_event_open(int err)
 		return -errno;
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
 		return -errno;
-	return 0;
-}
-
-/* 0 if the event opens (and is closed again), else errno. */
-static int perf_opens(unsigned type, unsigned long long config)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = type;
-	a.config = config;
-	a.exclude_kernel = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-	if (fd < 0)
-		return errno;
-	close(fd);
 	return 0;
 }
 

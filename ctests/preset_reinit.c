@@ -28,34 +28,18 @@
  */
 #include <errno.h>
 #include <grp.h>
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <papi.h>
 
+#include "perf_opens.h"
+
 #define FORCED_PMU "amd64_fam17h_zen1"
 #define ROUNDS 3
-
-/* errno of a user-level task-clock perf_event_open, 0 if it opens. */
-static int perf_refusal(void)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.exclude_kernel = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-	if (fd < 0)
-		return errno;
-	close(fd);
-	return 0;
-}
 
 /* Presets whose definition has terms: the ones PAPI loaded from its table. */
 static int presets_with_terms(void)
@@ -103,7 +87,7 @@ int main(void)
 		printf("FAIL: cannot become uid/gid 65534: %s\n", strerror(errno));
 		return 1;
 	}
-	int err = perf_refusal();
+	int err = perf_opens(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
 	if (!err) {
 		printf("SKIPPED: perf_event_open is not refused to this process (run it under tests/no-perf)\n");
 		return 77;
