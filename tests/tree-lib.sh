@@ -1,4 +1,5 @@
-# tree-lib.sh: sourced by tests/check-sanitize and tests/check-papi-release,
+# tree-lib.sh: sourced by tests/check-sanitize and tests/check-papi-release
+# (and, for tree_log_why, by tests/check-unprivileged and .ci/run),
 # which build and test the project again in a tree of their own, $tree
 # (under the build directory, in $dir), reporting as $name, with fail().
 #
@@ -52,3 +53,12 @@ tree_check() {
 
 # tree_count WORD: the last "# WORD: N" of automake's summary in check.log.
 tree_count() { sed -n "s/^# $1: *\([0-9][0-9]*\)\$/\1/p" "$tree/check.log" | tail -1; }
+
+# tree_log_why LOG: why a test failed, on one line for a run's last lines:
+# its first two failed expectations ("ctests/x.c:12: cond: got 1, want 2",
+# test_expect.h's form), else its last line above test-driver's own.
+tree_log_why() {
+	why=$(grep -E '^[^ :]+:[0-9]+: ' "$1" 2>/dev/null | head -2 | tr '\n' ' ' | sed 's/ *$//')
+	[ -n "$why" ] || why=$(grep -Ev '^[A-Z]+ [^ ]+ \(exit status: [0-9]+\)$' "$1" 2>/dev/null | tail -1)
+	printf '%s\n' "${why:-(no $1)}"
+}
