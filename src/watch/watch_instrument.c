@@ -58,6 +58,7 @@
 #include "watch/watch.h"
 #include "watch/watch_blocks.h"
 #include "watch/watch_instrument_exe.h"
+#include "watch/watch_self.h"
 
 struct instrument_tls {
 	uintptr_t lo, hi;        /* bounding box of what counts; hi == 0: off */
@@ -315,10 +316,14 @@ void __asan_report_store_n_noabort(uintptr_t a, size_t size)
 
 HERITAGE_PUBLIC void papi_heritage_instrument_attach(const struct watch_instrument_exe *e)
 {
-	/* ABI 2 (no block hook of its own) and 3 share the data hooks' part. */
-	if (e && (e->abi == 2 || e->abi == WATCH_INSTRUMENT_EXE_ABI)) {
+	/* ABI 2 (no block hook of its own), 3 and 4 share the data hooks'
+	 * part; an older archive's code and statics are not told apart from
+	 * the program's. */
+	if (e && e->abi >= 2 && e->abi <= WATCH_INSTRUMENT_EXE_ABI) {
 		exe = e;
 		watch_blocks_attach(e);
+		if (e->abi >= 4)
+			watch_self_set_exe(e->text_lo, e->text_hi, e->state_lo, e->state_hi);
 	}
 }
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WATCH_INSTRUMENT_EXE_ABI 3
+#define WATCH_INSTRUMENT_EXE_ABI 4
 
 struct watch_blocks_thread;
 
@@ -34,6 +34,11 @@ struct watch_instrument_exe {
 	void (*set_blocks_thread)(const struct watch_blocks_thread *t);
 	void (*set_blocks_any)(int on);
 	uintptr_t trace_pc;
+	/* ABI 4: the archive's code (every hook, in a section of its own) and
+	 * its process-wide state (whole pages, nothing else on them), which no
+	 * backend counts (watch_self.h). */
+	uintptr_t text_lo, text_hi;
+	uintptr_t state_lo, state_hi;
 };
 
 /* The per-thread state that code built with the pass plugin

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include "watch_pages.h"
+#include "watch_self.h"
 #include "watch_park.h"
 #include "watch_signal.h"
 #include "watch_sys.h"
@@ -291,6 +292,14 @@ struct gap_fill {
 	int code;
 };
 
+static int add_run(struct gap_fill *f, uintptr_t lo, uintptr_t hi, int prot)
+{
+	if (f->n >= f->max)
+		return -ENOSPC;
+	f->out[f->n++] = (struct watch_run){ lo, hi, prot };
+	return 0;
+}
+
 static int collect_gap(const struct watch_map_entry *e, void *arg)
 {
 	struct gap_fill *f = arg;
@@ -306,11 +315,18 @@ static int collect_gap(const struct watch_map_entry *e, void *arg)
 	 * while the set runs.) */
 	if (f->code && !(e->prot & PROT_EXEC))
 		return 0;
-	if (f->n >= f->max)
-		return -ENOSPC;
 	uintptr_t a = e->lo > f->lo ? e->lo : f->lo, b = e->hi < f->hi ? e->hi : f->hi;
-	f->out[f->n++] = (struct watch_run){ a, b, e->prot };
-	return 0;
+	/* The hook archive's state pages hold nothing of the program's and are
+	 * touched on every hook call: protected, each call would fault only
+	 * to be left out of the counts (watch_self.h). */
+	uintptr_t slo, shi;
+	watch_self_state(&slo, &shi);
+	if (!f->code && slo < shi && slo < b && shi > a) {
+		if (a < slo && add_run(f, a, slo, e->prot) != 0)
+			return -ENOSPC;
+		return shi < b ? add_run(f, shi, b, e->prot) : 0;
+	}
+	return add_run(f, a, b, e->prot);
 }
 
 /* A closed run's protection (see runs_of). */

@@ -62,6 +62,7 @@
 #include "common/heritage_probe.h"
 #include "watch.h"
 #include "watch_pagetrap.h"
+#include "watch_self.h"
 #include "watch_pages.h"
 #include "watch_park.h"
 #include "watch_bounce.h"
@@ -109,6 +110,7 @@ struct pt_slot {
 	struct watch_interval by_code[WATCH_CODE_PAIRS];
 	struct watch_counts counts;
 	struct watch_overflow *ovf; /* the session's, in its owner's memory (never watched) */
+	int probe;                  /* the probe's (watch_probe.c): counts libheritage's own accesses */
 };
 
 /* The one open window: the instruction being stepped with pages open. */
@@ -241,9 +243,13 @@ static int made_by(const struct pt_slot *sl, uintptr_t rip)
 static void count_access(int self, uintptr_t rip, uintptr_t base, uint32_t size, uint64_t count, int load,
                          int store)
 {
+	/* The monitor's own accesses (watch_self.h): PAPI's and libheritage's
+	 * code, the executable's hooks, but for the probe's session, whose
+	 * accesses are libheritage's.  The window still opens for them. */
+	int monitor = watch_self_code(rip);
 	for (unsigned i = 0; i < PT_MAX_SESSIONS; i++) {
 		struct pt_slot *sl = &pt->slots[i];
-		if (!sl->used || sl->tid != self || !made_by(sl, rip))
+		if (!sl->used || sl->tid != self || !made_by(sl, rip) || (monitor && !sl->probe))
 			continue;
 		uint64_t n = overlap_count(sl->iv, sl->nint, base, size, count);
 		if (!n)
@@ -983,6 +989,7 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 	static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 	if (!probing)
 		pthread_once(&exit_once, register_exit);
+	watch_self_init();
 	err = install_handlers();
 	if (err) {
 		set_why(why, len, "pagetrap: cannot install signal handlers (%s)", strerror(-err));
@@ -1045,6 +1052,7 @@ static int pagetrap_start(struct watch_session *s, char *why, size_t len)
 			memcpy(slot->by_code, req.code_pair, req.ncode * sizeof *req.code_pair);
 		}
 		slot->ovf = req.overflow_fields ? s->ovf : NULL;
+		slot->probe = probing;
 		slot->used = 1;
 		if (ncode) {
 			atomic_store(&pt->code_used, 1);
