@@ -231,13 +231,24 @@ static void mode_profil(void)
 	                       PAPI_PROFIL_POSIX));
 	/* ~250 samples at the soft backend's 4 ms. */
 	long n = calibrate(250);
+	CHECK_PAPI(PAPI_start(set));
+	/* The thread's share of a CPU in each loop apart: a busy spell in one
+	 * of them skews the split though the whole run had 90 %. */
 	double w0 = wall_s();
 	long long c0 = thread_ns();
-	CHECK_PAPI(PAPI_start(set));
 	pm_hot(3 * n);
+	double w1 = wall_s();
+	long long c1 = thread_ns();
 	pm_cold(n);
+	long long c2 = thread_ns();
+	double cpu_hot = (double)(c1 - c0) / 1e9 / (w1 - w0), cpu_cold = (double)(c2 - c1) / 1e9 / (wall_s() - w1);
 	CHECK_PAPI(PAPI_stop(set, &v));
-	double cpu_share = (double)(thread_ns() - c0) / 1e9 / (wall_s() - w0);
+	/* The soft backend's timer runs on the thread's CPU clock: its split
+	 * is the loops' CPU time, 3:1 only when both ran at the same speed
+	 * (63:37 was seen against 3:1, both loops at 90 % of a CPU, beside
+	 * make -j2 check). */
+	double want = (double)(c1 - c0) / (double)(c2 - c0);
+	double cpu_share = cpu_hot < cpu_cold ? cpu_hot : cpu_cold;
 	long long hot = 0, cold = 0, other = 0;
 	for (size_t i = 0; i < nb; i++) {
 		const char *pc = lo + 2 * i;
@@ -249,19 +260,22 @@ static void mode_profil(void)
 			other += buf[i];
 	}
 	double share = hot + cold ? (double)hot / (double)(hot + cold) : 0;
-	printf("profil: %lld in pm_hot, %lld in pm_cold, %lld elsewhere in range; any = %lld samples; hot share %.3f\n",
-	       hot, cold, other, v / p, share);
+	printf("profil: %lld in pm_hot, %lld in pm_cold, %lld elsewhere in range; any = %lld samples; hot share %.3f "
+	       "(its CPU time's %.3f)\n",
+	       hot, cold, other, v / p, share, want);
 	EXPECT(hot + cold >= 20, "only %lld samples landed in the loops", hot + cold);
 	/* Within 3.5 binomial sigmas, where the thread had its CPU: the soft
 	 * backend's samples follow the ticks that find the thread running,
 	 * which on a busy machine is not its CPU time (profileme(3); 98:2 was
 	 * seen for 3:1 in CI, two test passes at once). */
-	double sigma = sqrt(0.75 * 0.25 / (double)(hot + cold ? hot + cold : 1));
+	double sigma = sqrt(want * (1 - want) / (double)(hot + cold ? hot + cold : 1));
 	if (cpu_share < 0.9 && strcmp(units_of("profileme:::any"), "ns") == 0)
-		printf("the split is not checked: the thread had %.0f %% of a CPU\n", 100 * cpu_share);
+		printf("the split is not checked: the thread had %.0f %% of a CPU in pm_hot, %.0f %% in pm_cold\n",
+		       100 * cpu_hot, 100 * cpu_cold);
 	else
-		EXPECT(share > 0.75 - 3.5 * sigma && share < 0.75 + 3.5 * sigma,
-		       "pm_hot got %.1f %% of %lld samples, it ran 75 %% of the time", 100 * share, hot + cold);
+		EXPECT(share > want - 3.5 * sigma && share < want + 3.5 * sigma,
+		       "pm_hot got %.1f %% of %lld samples, it had %.1f %% of the loops' CPU time", 100 * share,
+		       hot + cold, 100 * want);
 	/* Each sample of the set is one threshold's worth: one profil hit each,
 	 * except those outside the buffer (the calls, the stop). */
 	EXPECT(hot + cold + other <= v / p && hot + cold + other >= (v / p) * 9 / 10,
