@@ -30,6 +30,11 @@
  * counts; a PAPI_read from a signal handler sees the interrupted function's
  * counts only once it calls or returns (doc/itanium2.3).
  *
+ * Counted, unlike the ASan flavours: accesses to statics by name at a
+ * constant offset (g = x, a[3] = x), which ASan proves in bounds and leaves
+ * out; every module marks the program (__papi_heritage_pass_built) so that
+ * libpapi lets the instrument backend count ranges over static storage.
+ *
  * Not counted, as with the ASan flavours: direct accesses to the function's
  * own stack slots (instrument_fits refuses ranges on the thread's stack),
  * memcpy/memset/memmove (libc), masked and gather/scatter vector intrinsics
@@ -165,6 +170,17 @@ PreservedAnalyses RangeCountPass::run(Function &F, FunctionAnalysisManager &)
 		                             GlobalValue::InitialExecTLSModel);
 		return G;
 	}));
+	/* The mark of a program built with this pass (watch_instrument_exe.c
+	 * hands it to libpapi): its accesses to statics by name count too,
+	 * which ASan's instrumentation leaves out, so ranges over static
+	 * storage can be given to the instrument backend.  One definition per
+	 * program (weak_odr), hidden: the archive's weak reference finds it. */
+	if (!M.getNamedValue("__papi_heritage_pass_built")) {
+		Type *I8 = Type::getInt8Ty(C);
+		auto *Mark = new GlobalVariable(M, I8, true, GlobalValue::WeakODRLinkage, ConstantInt::get(I8, 1),
+		                                "__papi_heritage_pass_built");
+		Mark->setVisibility(GlobalValue::HiddenVisibility);
+	}
 	FunctionCallee Slow = M.getOrInsertFunction("__papi_heritage_range_slow", Type::getVoidTy(C), I64, I64,
 	                                            Type::getInt32Ty(C));
 

@@ -634,11 +634,14 @@ static void shadow_claim_stop(struct watch_session *s)
 	s->priv = NULL;
 }
 
-/* The compiler leaves out the hook (outline) or the shadow check (inline)
- * where it can prove an access in bounds: a global or a local variable used
- * by name (`p = parray1`, `a[3] = x`).  So in static storage and on the stack
- * either mode sees only part of the accesses; there the other backends must
- * count. */
+/* ASan's instrumentation (gcc's and clang's, outline and inline) leaves
+ * out the hook or the shadow check where it can prove an access in bounds:
+ * a static or a local variable used by name at a constant offset
+ * (`p = parray1`, `a[3] = x`; a[i] is instrumented).  So in static storage
+ * and on the stack it sees only part of the accesses; there the other
+ * backends must count, unless the program was built with the pass plugin,
+ * which instruments the statics' accesses too (not the function's own
+ * stack slots). */
 struct static_probe {
 	const struct watch_request *req;
 	uintptr_t hit_start, hit_end;
@@ -663,6 +666,13 @@ static int find_static_overlap(struct dl_phdr_info *info, size_t size, void *arg
 		}
 	}
 	return 0;
+}
+
+/* The program was built with the pass plugin (its mark, handed over by
+ * the archive), and none of it with the inline flags. */
+static int pass_built(void)
+{
+	return exe && exe->abi >= 4 && exe->pass_built && !(hooks_imported() & HOOKS_INLINE);
 }
 
 static int overlaps_own_stack(const struct watch_request *req)
@@ -727,9 +737,11 @@ static int instrument_fits(const struct watch_request *req, char *why, size_t le
 	}
 	if (!req->data_all) {
 		struct static_probe probe = { req, 0, 0 };
-		if (dl_iterate_phdr(find_static_overlap, &probe)) {
-			snprintf(why, len, "the range overlaps static storage [%#lx, %#lx), where the compiler does not "
-			         "instrument accesses by name", (unsigned long)probe.hit_start, (unsigned long)probe.hit_end);
+		if (!pass_built() && dl_iterate_phdr(find_static_overlap, &probe)) {
+			snprintf(why, len, "the range overlaps static storage [%#lx, %#lx), where gcc's and clang's "
+			         "AddressSanitizer instrumentation leaves out accesses to a static by name at a constant "
+			         "offset (g = x, a[3] = x); build with papi-heritage-instrument-clang-pass, which counts "
+			         "them", (unsigned long)probe.hit_start, (unsigned long)probe.hit_end);
 			return -ENOTSUP;
 		}
 		if (overlaps_own_stack(req)) {

@@ -130,6 +130,9 @@ HOOK_TEXT static void set_union(uintptr_t lo, uintptr_t hi)
 	__atomic_store_n(&state.s.any_hi, hi, __ATOMIC_RELAXED);
 }
 
+/* Defined by every module the pass plugin built (instrument_pass.cpp). */
+extern const char __papi_heritage_pass_built __attribute__((weak, visibility("hidden")));
+
 static const struct watch_instrument_exe exe_hooks = {
 	.abi = WATCH_INSTRUMENT_EXE_ABI,
 	.set_thread = set_thread,
@@ -141,6 +144,7 @@ static const struct watch_instrument_exe exe_hooks = {
 	.text_hi = (uintptr_t)__stop_papi_heritage_hooks_text,
 	.state_lo = (uintptr_t)&state,
 	.state_hi = (uintptr_t)&state + sizeof state,
+	.pass_built = (uintptr_t)&__papi_heritage_pass_built, /* 0 when no module defines it */
 };
 
 /* Runs after libpapi's constructors (a library is initialised before the

@@ -39,6 +39,9 @@ struct watch_instrument_exe {
 	 * backend counts (watch_self.h). */
 	uintptr_t text_lo, text_hi;
 	uintptr_t state_lo, state_hi;
+	/* ABI 4: non-zero when code of this program was built with the pass plugin, which
+	 * counts accesses to statics by name too (instrument_pass.cpp). */
+	uintptr_t pass_built;
 };
 
 /* The per-thread state that code built with the pass plugin
