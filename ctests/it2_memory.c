@@ -314,10 +314,10 @@ int main(int argc, char **argv)
 		mode_dear();
 	else if (strcmp(mode, "host") == 0)
 		mode_host();
-	else if (strcmp(mode, "static_l1d") == 0 || strcmp(mode, "static_dear") == 0) {
+	else if (strncmp(mode, "static_", 7) == 0 && (strcmp(mode + 7, "l1d") == 0 || strcmp(mode + 7, "dear") == 0)) {
 		from_static = 1;
 		npasses = 4;
-		if (mode[7] == 'l')
+		if (strcmp(mode + 7, "l1d") == 0)
 			mode_l1d();
 		else
 			mode_dear();

@@ -10,6 +10,7 @@ struct find_self {
 	uintptr_t probe;
 	struct heritage_segment *seg;
 	int n;
+	int is_program;
 };
 
 static int visit(struct dl_phdr_info *info, size_t size, void *arg)
@@ -26,6 +27,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!mine)
 		return 0;
+	f->is_program = !info->dlpi_name || !info->dlpi_name[0];
 	for (int i = 0; i < info->dlpi_phnum && f->n < HERITAGE_SELF_MAX_SEGMENTS; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
@@ -33,17 +35,25 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
 		f->seg[f->n].start = a;
 		f->seg[f->n].end = a + ph->p_memsz;
+		f->seg[f->n].flags = ph->p_flags;
 		f->n++;
 	}
 	return 1;
 }
 
-int heritage_self_segments(struct heritage_segment *seg)
+int heritage_self_object(struct heritage_segment *seg, int *is_program)
 {
-	struct find_self f = { (uintptr_t)&heritage_self_segments, seg, 0 };
+	struct find_self f = { (uintptr_t)&heritage_self_segments, seg, 0, 0 };
 
 	dl_iterate_phdr(visit, &f);
+	if (is_program)
+		*is_program = f.is_program;
 	return f.n;
+}
+
+int heritage_self_segments(struct heritage_segment *seg)
+{
+	return heritage_self_object(seg, NULL);
 }
 
 int heritage_range_mapped(uintptr_t start, uintptr_t end)
