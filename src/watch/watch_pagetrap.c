@@ -764,6 +764,7 @@ static int install_handlers(void)
 		if (watch_sigbit(sig) & ~watch_signal_async_mask())
 			sigdelset(&park.sa_mask, sig);
 	sigdelset(&park.sa_mask, watch_park_signal());
+	watch_park_handler_mask(&park.sa_mask);
 	park.sa_sigaction = watch_park_handler;
 	if (__sigaction(watch_park_signal(), &park, NULL) != 0)
 		return -errno;

@@ -42,8 +42,12 @@ void watch_park_release(void);
  * context.  Returns the number of threads that ran it.  uctx: the handler's. */
 int watch_park_run_in_others(int self, void (*fn)(void *uctx));
 
-/* The SA_SIGINFO handler to install for watch_park_signal(). */
+/* The SA_SIGINFO handler to install for watch_park_signal(), with its
+ * sa_mask passed through watch_park_handler_mask. */
 void watch_park_handler(int sig, siginfo_t *info, void *uctx);
+/* Adds the signal that marks a thread as inside the park handler, from the
+ * kernel's delivery to its rt_sigreturn (watch_park_blocked). */
+void watch_park_handler_mask(sigset_t *mask);
 
 /* Targets found blocking the park signal (not waited for) since start. */
 uint64_t watch_park_unparkable(void);
